@@ -1,0 +1,44 @@
+"""The one place that decides between the compiled and the pure-Python build.
+
+``FASTNET_NO_EXTENSIONS=1`` forces pure Python (at build time in ``setup.py`` and at import time
+here); ``FASTNET_REQUIRE_EXTENSIONS=1`` turns a missing compiled module into an ``ImportError`` so a
+broken build cannot pass silently. ``"0"``, ``"false"``, ``"no"``, ``"off"`` and ``""`` mean off.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import Callable
+
+__all__ = ["NO_EXTENSIONS", "REQUIRE_EXTENSIONS", "env_flag", "pick"]
+
+
+def env_flag(name: str) -> bool:
+    """True when the environment variable ``name`` is set to something other than an off value."""
+    value = os.environ.get(name, "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
+
+
+NO_EXTENSIONS: bool = env_flag("FASTNET_NO_EXTENSIONS")
+REQUIRE_EXTENSIONS: bool = env_flag("FASTNET_REQUIRE_EXTENSIONS") and not NO_EXTENSIONS
+
+#: Names of the compiled modules that were loaded, filled in by :func:`pick`.
+loaded_compiled: set[str] = set()
+#: Names of the compiled modules that were wanted but fell back to pure Python.
+missing_compiled: set[str] = set()
+
+
+def pick(name: str, load_c: Callable[[], ModuleType], load_py: Callable[[], ModuleType]) -> ModuleType:
+    """Return the compiled twin of unit ``name`` when allowed and available, else the pure twin."""
+    if not NO_EXTENSIONS:
+        try:
+            module = load_c()
+        except ImportError:
+            if REQUIRE_EXTENSIONS:
+                raise
+            missing_compiled.add(name)
+        else:
+            loaded_compiled.add(name)
+            return module
+    return load_py()
