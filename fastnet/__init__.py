@@ -1,0 +1,94 @@
+"""fastnet: a fast HTTP/1.1 client with OkHttp's architecture and compiled hot paths.
+
+>>> import fastnet
+>>> with fastnet.Client() as client:
+...     r = client.get("http://127.0.0.1:8080/")
+...     print(r.status_code, r.text)
+
+``fastnet.compiled`` tells whether the compiled build is running (see ``fastnet/_compat.py``).
+"""
+
+from __future__ import annotations
+
+from fastnet import _compat
+from fastnet._version import __version__
+from fastnet.authenticator import Authenticator
+from fastnet.client import Call, Client
+from fastnet.connection_pool import ConnectionPool
+from fastnet.cookies import NO_COOKIES, Cookie, CookieJar, MemoryCookieJar
+from fastnet.events import EventListener
+from fastnet.exceptions import (
+    CallTimeout,
+    CanceledError,
+    ConnectError,
+    ConnectionClosedError,
+    ConnectTimeout,
+    FastnetError,
+    HTTPStatusError,
+    NetworkError,
+    PoolTimeout,
+    ProtocolError,
+    ProxyError,
+    ReadTimeout,
+    RouteError,
+    TimeoutError,
+    TlsError,
+    TlsVerificationError,
+    UnknownHostError,
+    WriteTimeout,
+)
+from fastnet.headers import Headers
+from fastnet.interceptor import Chain, Interceptor
+from fastnet.proxy import EnvProxySelector, Proxy, ProxySelector, ProxyType
+from fastnet.request import Request, RequestBody
+from fastnet.response import Response
+from fastnet.route import Address, Route
+from fastnet.url import URL
+
+#: True when every accelerated unit loaded its compiled twin.
+compiled: bool = bool(_compat.loaded_compiled) and not _compat.missing_compiled and not _compat.NO_EXTENSIONS
+
+__all__ = [
+    "Address",
+    "Authenticator",
+    "Call",
+    "CallTimeout",
+    "CanceledError",
+    "Chain",
+    "Client",
+    "ConnectError",
+    "ConnectTimeout",
+    "ConnectionClosedError",
+    "ConnectionPool",
+    "Cookie",
+    "CookieJar",
+    "EnvProxySelector",
+    "EventListener",
+    "FastnetError",
+    "HTTPStatusError",
+    "Headers",
+    "Interceptor",
+    "MemoryCookieJar",
+    "NO_COOKIES",
+    "NetworkError",
+    "PoolTimeout",
+    "ProtocolError",
+    "Proxy",
+    "ProxyError",
+    "ProxySelector",
+    "ProxyType",
+    "ReadTimeout",
+    "Request",
+    "RequestBody",
+    "Response",
+    "Route",
+    "RouteError",
+    "TimeoutError",
+    "TlsError",
+    "TlsVerificationError",
+    "URL",
+    "UnknownHostError",
+    "WriteTimeout",
+    "__version__",
+    "compiled",
+]

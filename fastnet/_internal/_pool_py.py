@@ -1,0 +1,199 @@
+"""Idle keep-alive connections keyed by Address, most recently used first.
+
+Theory of operation: ``idle`` maps an Address to a stack of idle connections (the most recently used
+on top, so a warm connection stays warm and extras age out: decisions.md row 10); ``order`` holds every
+idle connection in the order it became idle, so the oldest is found in O(1) for eviction. ``counts``
+counts live connections (idle and in use) per host for ``max_connections_per_host``. All bookkeeping
+happens under one lock; the methods collect the connections to close and close them after releasing
+the lock, so no socket I/O ever happens while the lock is held. Expired and excess idle connections
+are evicted whenever the pool is touched (no background thread polls sockets), and only the one
+connection about to be reused is health-checked, by the caller.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from fastnet.exceptions import PoolTimeout
+
+__all__ = ["RealConnectionPool"]
+
+
+class RealConnectionPool:
+    """The pool's machinery; ``fastnet.ConnectionPool`` is its public face."""
+
+    __slots__ = ("max_idle", "keep_alive", "max_per_host", "idle", "order", "counts", "lock", "cond", "closed")
+
+    def __init__(self, max_idle: int, keep_alive: float, max_per_host: int) -> None:
+        self.max_idle = max_idle
+        self.keep_alive = keep_alive
+        self.max_per_host = max_per_host
+        self.idle = {}
+        self.order = {}
+        self.counts = {}
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.closed = False
+
+    def acquire(self, address: Any) -> Any:
+        """Take the most recently used idle connection for ``address``, or None."""
+        stack = self.idle.get(address)
+        if not stack:
+            return None
+        found = None
+        expired = None
+        now = time.monotonic()
+        keep_alive = self.keep_alive
+        with self.lock:
+            while stack:
+                conn = stack.pop()
+                del self.order[conn]
+                if now - conn.idle_at >= keep_alive or conn.closed:
+                    if expired is None:
+                        expired = []
+                    expired.append(conn)
+                    self._forget(conn)
+                    continue
+                found = conn
+                break
+            if not stack:
+                self.idle.pop(address, None)
+        if expired is not None:
+            for conn in expired:
+                conn.close()
+        return found
+
+    def reserve(self, host: Any, deadline: float) -> None:
+        """Count a connection about to be opened to ``host``; waits while the host is at its limit."""
+        limit = self.max_per_host
+        with self.cond:
+            count = self.counts.get(host, 0)
+            if limit > 0:
+                while count >= limit:
+                    victim = self._idle_victim(host)
+                    if victim is not None:
+                        self._remove_idle(victim)
+                        self._forget(victim)
+                        victim.close()
+                        count = self.counts.get(host, 0)
+                        continue
+                    wait = 3600.0 if deadline <= 0 else deadline - time.monotonic()
+                    if wait <= 0:
+                        raise PoolTimeout(f"no connection slot for {host} within the call timeout "
+                                          f"(max_connections_per_host={limit})", phase="connect")
+                    self.cond.wait(min(wait, 0.5))
+                    count = self.counts.get(host, 0)
+            self.counts[host] = count + 1
+
+    def unreserve(self, host: Any) -> None:
+        with self.cond:
+            self._decrement(host)
+
+    def register(self, conn: Any) -> None:
+        """A new connection (already counted by ``reserve``) now belongs to the pool."""
+        conn.pool = self
+
+    def release(self, conn: Any, reusable: bool) -> None:
+        """A call is done with ``conn``: keep it idle when reusable, else close it."""
+        to_close = None
+        now = time.monotonic()
+        with self.cond:
+            if conn in self.order:
+                return  # released twice
+            if reusable and self.max_idle > 0 and not conn.closed and not self.closed:
+                conn.idle_at = now
+                address = conn.address
+                stack = self.idle.get(address)
+                if stack is None:
+                    self.idle[address] = [conn]
+                else:
+                    stack.append(conn)
+                self.order[conn] = None
+                to_close = self._evict(now)
+            else:
+                self._forget(conn)
+                to_close = [conn]
+            if self.max_per_host > 0:
+                self.cond.notify_all()
+        if to_close:
+            for c in to_close:
+                c.close()
+
+    def _evict(self, now: float) -> Any:
+        """Expired idle connections and, past max_idle, the oldest idle ones (under the lock)."""
+        victims = None
+        order = self.order
+        while order:
+            oldest = next(iter(order))
+            if len(order) <= self.max_idle and now - oldest.idle_at < self.keep_alive:
+                break
+            self._remove_idle(oldest)
+            self._forget(oldest)
+            if victims is None:
+                victims = []
+            victims.append(oldest)
+        return victims
+
+    def _idle_victim(self, host: Any) -> Any:
+        for conn in self.order:
+            if conn.address.host == host:
+                return conn
+        return None
+
+    def _remove_idle(self, conn: Any) -> None:
+        del self.order[conn]
+        stack = self.idle.get(conn.address)
+        if stack is not None:
+            try:
+                stack.remove(conn)
+            except ValueError:
+                pass
+            if not stack:
+                del self.idle[conn.address]
+
+    def _forget(self, conn: Any) -> None:
+        if conn.pool is self:
+            conn.pool = None
+            self._decrement(conn.address.host)
+
+    def _decrement(self, host: Any) -> None:
+        count = self.counts.get(host, 0) - 1
+        if count > 0:
+            self.counts[host] = count
+        else:
+            self.counts.pop(host, None)
+        if self.max_per_host > 0:
+            self.cond.notify_all()
+
+    def evict_all(self) -> int:
+        """Close every idle connection; returns how many were closed."""
+        with self.cond:
+            victims = list(self.order)
+            for conn in victims:
+                self._remove_idle(conn)
+                self._forget(conn)
+        for conn in victims:
+            conn.close()
+        return len(victims)
+
+    def cleanup(self) -> int:
+        """Evict expired idle connections now; returns how many were closed."""
+        with self.cond:
+            victims = self._evict(time.monotonic()) or []
+        for conn in victims:
+            conn.close()
+        return len(victims)
+
+    def connection_count(self) -> int:
+        with self.lock:
+            return sum(self.counts.values())
+
+    def idle_connection_count(self) -> int:
+        with self.lock:
+            return len(self.order)
+
+    def close(self) -> None:
+        self.closed = True
+        self.evict_all()

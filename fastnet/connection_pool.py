@@ -1,0 +1,68 @@
+"""``ConnectionPool``: idle keep-alive connections shared by a client and its siblings.
+
+>>> pool = fastnet.ConnectionPool(max_idle_connections=10, keep_alive=60, max_connections_per_host=4)
+>>> client = fastnet.Client(connection_pool=pool)
+>>> pool.connection_count(), pool.idle_connection_count()
+
+``max_idle_connections`` bounds idle connections (in-use ones are not limited, as in OkHttp);
+``keep_alive`` is how long an idle connection may wait for reuse; ``max_connections_per_host`` caps
+all connections (idle and in use) to one host: a call waits for a slot, bounded by its call timeout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastnet._internal.pool import RealConnectionPool
+
+__all__ = ["ConnectionPool"]
+
+
+class ConnectionPool:
+    """The public face of the pool; the bookkeeping lives in the compiled ``RealConnectionPool``."""
+
+    def __init__(
+        self,
+        max_idle_connections: int = 5,
+        keep_alive: float = 300.0,
+        max_connections_per_host: int | None = None,
+    ) -> None:
+        if isinstance(max_idle_connections, bool) or not isinstance(max_idle_connections, int):
+            raise TypeError("max_idle_connections must be an int")
+        if max_idle_connections < 0:
+            raise ValueError(f"max_idle_connections must be >= 0, not {max_idle_connections}")
+        if isinstance(keep_alive, bool) or not isinstance(keep_alive, (int, float)):
+            raise TypeError("keep_alive must be a number of seconds")
+        if not keep_alive > 0:
+            raise ValueError(f"keep_alive must be > 0 seconds, not {keep_alive!r}")
+        if max_connections_per_host is not None:
+            if isinstance(max_connections_per_host, bool) or not isinstance(max_connections_per_host, int):
+                raise TypeError("max_connections_per_host must be an int or None")
+            if max_connections_per_host < 1:
+                raise ValueError(f"max_connections_per_host must be >= 1, not {max_connections_per_host}")
+        self.max_idle_connections = max_idle_connections
+        self.keep_alive = float(keep_alive)
+        self.max_connections_per_host = max_connections_per_host
+        self._real = RealConnectionPool(max_idle_connections, float(keep_alive), max_connections_per_host or 0)
+
+    def connection_count(self) -> int:
+        """Connections this pool holds, idle and in use."""
+        return int(self._real.connection_count())
+
+    def idle_connection_count(self) -> int:
+        return int(self._real.idle_connection_count())
+
+    def evict_all(self) -> None:
+        """Close every idle connection now (in-use ones finish their calls first)."""
+        self._real.evict_all()
+
+    def cleanup(self) -> int:
+        """Close idle connections older than ``keep_alive`` now; returns how many."""
+        return int(self._real.cleanup())
+
+    def __repr__(self) -> str:
+        return (f"<ConnectionPool {self.connection_count()} connections, {self.idle_connection_count()} idle, "
+                f"max_idle={self.max_idle_connections}, keep_alive={self.keep_alive}>")
+
+    def __reduce__(self) -> Any:  # pragma: no cover - pools hold sockets
+        raise TypeError("ConnectionPool cannot be pickled")
