@@ -1634,6 +1634,7 @@ class RealCall:
         "deadline",
         "finished",
         "returned",
+        "wakeup",
         "__weakref__",
     )
 
@@ -1651,6 +1652,7 @@ class RealCall:
         self.deadline = 0.0
         self.finished = False
         self.returned = False
+        self.wakeup = None
 
     @property
     def is_executed(self) -> bool:
@@ -1703,6 +1705,22 @@ class RealCall:
             self.end()
         return response
 
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` (for backoff); ``cancel()`` and the call timeout cut it short with an error."""
+        if self.canceled:
+            raise self.canceled_error(self.request)
+        if seconds > 0:
+            if self.deadline > 0 and time.monotonic() + seconds > self.deadline:
+                seconds = max(0.0, self.deadline - time.monotonic()) + 0.05
+            wakeup = self.wakeup
+            if wakeup is None:
+                wakeup = self.wakeup = threading.Event()
+            if self.canceled:
+                raise self.canceled_error(self.request)
+            wakeup.wait(seconds)
+        if self.canceled:
+            raise self.canceled_error(self.request)
+
     def canceled_error(self, request: Request) -> NetworkError:
         if self.timed_out:
             return CallTimeout("call timeout", url=request.url)
@@ -1713,6 +1731,9 @@ class RealCall:
         if self.canceled:
             return
         self.canceled = True
+        wakeup = self.wakeup
+        if wakeup is not None:
+            wakeup.set()
         if self.events is not None:
             self.events.canceled(self)
         conn = self.connection
