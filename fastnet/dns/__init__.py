@@ -1,0 +1,117 @@
+"""Pluggable name resolution: the ``Dns`` protocol and resolvers to chain, cache and blacklist.
+
+* :class:`SystemDns` - ``getaddrinfo``; :class:`UdpDns` - one DNS server over UDP/TCP;
+  :class:`DohDns` - DNS over HTTPS (RFC 8484 or JSON), over fastnet's own client.
+* :class:`ChainDns` - ask resolvers in order, skipping addresses in an :class:`IpBlacklist`.
+* :class:`CachingDns` - TTL + LRU cache, single-flight, negative entries, stale-if-error.
+* :func:`default_dns` - what ``fastnet.Client`` uses when ``dns`` is not given: ``SystemDns`` behind a
+  ``CachingDns`` with a 10 s TTL (aiohttp's default). Pass ``dns=SystemDns()`` to turn caching off.
+* :data:`RESILIENT` - seed 002's chain ready made: cache -> system -> fallbacks, with a blacklist::
+
+      from fastnet.dns import RESILIENT, DohDns, UdpDns
+      dns = RESILIENT(UdpDns("192.0.2.53"),
+                      DohDns("https://dns.google/resolve", bootstrap=["8.8.8.8"], format="json"))
+      client = fastnet.Client(dns=dns)
+
+Any callable ``f(hostname) -> list[str]`` is accepted where a ``Dns`` is (see :func:`as_dns`).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from fastnet.dns._base import Dns, FunctionDns, as_dns, is_ip_literal, lookup_with_ttl, normalize_hostname
+from fastnet.dns._chain import ChainDns
+from fastnet.dns._doh import BootstrapDns, DohDns
+from fastnet.dns._system import SystemDns
+from fastnet.dns._udp import UdpDns
+from fastnet.dns.cache import CachingDns, DnsCache, IpBlacklist
+
+__all__ = [
+    "RESILIENT",
+    "BootstrapDns",
+    "CachingDns",
+    "ChainDns",
+    "Dns",
+    "DnsCache",
+    "DohDns",
+    "FunctionDns",
+    "IpBlacklist",
+    "SystemDns",
+    "UdpDns",
+    "as_dns",
+    "default_dns",
+    "is_ip_literal",
+    "lookup_with_ttl",
+    "normalize_hostname",
+    "resilient",
+]
+
+#: TTL of :func:`default_dns`'s cache, in seconds.
+DEFAULT_TTL = 10.0
+
+
+def default_dns() -> CachingDns:
+    """A new ``CachingDns(SystemDns(), ttl=10.0)``: the client's default resolver."""
+    return CachingDns(SystemDns(), ttl=DEFAULT_TTL)
+
+
+def resilient(
+    *fallbacks: Any,
+    ttl: float = DEFAULT_TTL,
+    threshold: int = 5,
+    stale_if_error: float = 300.0,
+    system: Any = None,
+) -> CachingDns:
+    """Seed 002's chain: ``CachingDns(ChainDns([system, *fallbacks], blacklist=IpBlacklist(threshold)))``.
+
+    >>> dns = resilient(lambda host: ["127.0.0.1"], system=lambda host: [])
+    >>> dns.lookup("app.test")
+    ['127.0.0.1']
+
+    ``system`` replaces ``SystemDns()`` as the first resolver (tests use it to stay on loopback).
+    """
+    blacklist = IpBlacklist(threshold)
+    chain = ChainDns([SystemDns() if system is None else system, *fallbacks], blacklist=blacklist)
+    return CachingDns(chain, ttl=ttl, stale_if_error=stale_if_error)
+
+
+class _Resilient:
+    """``RESILIENT(*fallbacks)`` builds :func:`resilient`; ``RESILIENT`` itself is a ready Dns
+    (cache -> system, with a blacklist) built on first use and shared by everyone who passes it."""
+
+    __slots__ = ("_dns", "_lock")
+
+    def __init__(self) -> None:
+        self._dns: CachingDns | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, *fallbacks: Any, **options: Any) -> CachingDns:
+        return resilient(*fallbacks, **options)
+
+    def _get(self) -> CachingDns:
+        dns = self._dns
+        if dns is None:
+            with self._lock:
+                if self._dns is None:
+                    self._dns = resilient()
+                dns = self._dns
+        return dns
+
+    def lookup(self, hostname: str) -> list[str]:
+        return self._get().lookup(hostname)
+
+    def connect_failed(self, host: str, ip: str, error: BaseException) -> None:
+        self._get().connect_failed(host, ip, error)
+
+    def connected(self, host: str, ip: str) -> None:
+        self._get().connected(host, ip)
+
+    def __repr__(self) -> str:
+        return "fastnet.dns.RESILIENT"
+
+
+#: Seed 002's resilient chain. ``RESILIENT(UdpDns(...), DohDns(...))`` returns a new chain with those
+#: fallbacks after the system resolver; ``dns=RESILIENT`` uses a shared chain with no fallbacks.
+RESILIENT = _Resilient()

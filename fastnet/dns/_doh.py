@@ -1,0 +1,389 @@
+"""``DohDns``: DNS over HTTPS, RFC 8484 wire format (GET ``?dns=`` or POST) and the JSON API.
+
+Theory of operation: queries travel over a fastnet ``Client`` made for this resolver, whose own ``Dns``
+is a :class:`BootstrapDns` that knows only the DoH server's name (so resolving the resolver never
+recurses into DoH). The client keeps its connections alive between lookups. A lookup sends the A query
+from the calling thread and the AAAA query from a two-thread pool owned by the resolver, and waits for
+both. Responses are checked before anything is believed: HTTP status 200, the right content type, at
+most 65 535 bytes, a DNS message (or JSON document) that answers the question asked. Answers follow
+CNAME chains from the question name; records about other names are ignored.
+
+The parsing functions take plain values (status, content type, body) so they are testable without a
+network: :func:`parse_message_response` and :func:`parse_json_response`.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import json
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+from urllib.parse import quote
+
+from fastnet.dns._base import _strip_brackets, is_ip_literal, normalize_hostname
+from fastnet.dns._wire import (
+    MAX_ADDRESSES,
+    MAX_CNAME_DEPTH,
+    AnswerError,
+    extract_addresses,
+    load_dnspython,
+    make_query,
+    unknown_host,
+)
+from fastnet.exceptions import UnknownHostError
+
+__all__ = [
+    "BootstrapDns",
+    "DohDns",
+    "build_get_url",
+    "build_json_url",
+    "parse_json_response",
+    "parse_message_response",
+]
+
+MESSAGE_TYPE = "application/dns-message"
+JSON_TYPES = ("application/dns-json", "application/json", "application/x-javascript", "text/javascript")
+MAX_RESPONSE = 65535
+_RCODES = {1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}
+
+
+class BootstrapDns:
+    """Answers for one host name only, from a fixed list of addresses: the DoH client's own resolver.
+
+    >>> BootstrapDns("dns.example", ["192.0.2.53"]).lookup("dns.example")
+    ['192.0.2.53']
+    """
+
+    __slots__ = ("hostname", "addresses")
+
+    def __init__(self, hostname: str, addresses: Iterable[str]) -> None:
+        self.hostname = normalize_hostname(hostname)
+        self.addresses = [_strip_brackets(a) for a in addresses]
+        for address in self.addresses:
+            if not is_ip_literal(address):
+                raise ValueError(f"bootstrap addresses must be IP literals, not {address!r}")
+        if not self.addresses:
+            raise ValueError("BootstrapDns needs at least one address")
+
+    def lookup(self, hostname: str) -> list[str]:
+        if is_ip_literal(hostname):
+            return [_strip_brackets(hostname)]
+        if normalize_hostname(hostname) != self.hostname:
+            raise UnknownHostError(
+                f"BootstrapDns called for {hostname} instead of {self.hostname}", phase="dns"
+            )
+        return list(self.addresses)
+
+    def __repr__(self) -> str:
+        return f"BootstrapDns({self.hostname!r}, {self.addresses!r})"
+
+
+def _media_type(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def _check_http(status: int, content_type: str | None, body: bytes, accepted: tuple[str, ...]) -> None:
+    if status != 200:
+        raise AnswerError(f"DoH server answered HTTP {status}")
+    if _media_type(content_type) not in accepted:
+        raise AnswerError(f"DoH server answered with content type {content_type!r}, wanted {accepted[0]}")
+    if len(body) > MAX_RESPONSE:
+        raise AnswerError(f"DoH response of {len(body)} bytes exceeds {MAX_RESPONSE}")
+
+
+def build_get_url(url: str, wire: bytes) -> str:
+    """RFC 8484 §4.1 GET: the query as base64url without padding in the ``dns`` parameter."""
+    encoded = base64.urlsafe_b64encode(wire).rstrip(b"=").decode("ascii")
+    return f"{url}{'&' if '?' in url else '?'}dns={encoded}"
+
+
+def build_json_url(url: str, name: str, rdtype_text: str) -> str:
+    """The JSON API's GET: ``?name=<host>&type=<A|AAAA>``."""
+    return f"{url}{'&' if '?' in url else '?'}name={quote(name, safe='.-_')}&type={rdtype_text}"
+
+
+def parse_message_response(query: Any, status: int, content_type: str | None, body: bytes) -> Any:
+    """Check an ``application/dns-message`` response and return it parsed; :class:`AnswerError` if bad."""
+    dns = load_dnspython()
+    _check_http(status, content_type, body, (MESSAGE_TYPE,))
+    try:
+        response = dns.message.from_wire(body)
+    except Exception as exc:  # noqa: BLE001 - any parse failure is a bad answer
+        raise AnswerError(f"malformed DNS message from DoH server ({type(exc).__name__})") from None
+    if not query.is_response(response):
+        raise AnswerError("DoH answer does not match the question")
+    return response
+
+
+def _json_name(value: Any) -> str:
+    if not isinstance(value, str):
+        raise AnswerError(f"bad name {value!r} in JSON answer")
+    return value.rstrip(".").lower()
+
+
+def parse_json_response(
+    name: str, rdtype: int, status: int, content_type: str | None, body: bytes
+) -> tuple[list[str], float | None, str | None]:
+    """Addresses of type ``rdtype`` (1 = A, 28 = AAAA) for ``name`` from a JSON-API response.
+
+    Returns ``(addresses, ttl, target)`` like :func:`~fastnet.dns._wire.extract_addresses`: ``target``
+    is where a CNAME chain ended without addresses. Raises :class:`AnswerError` for anything unusable.
+    """
+    _check_http(status, content_type, body, JSON_TYPES)
+    try:
+        document = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise AnswerError("malformed JSON from DoH server") from None
+    if not isinstance(document, dict) or not isinstance(document.get("Status"), int):
+        raise AnswerError("JSON answer has no Status")
+    code = document["Status"]
+    if code != 0:
+        raise AnswerError(_RCODES.get(code, f"RCODE {code}"))
+    question = document.get("Question")
+    if isinstance(question, list) and question:
+        first = question[0]
+        if not isinstance(first, dict) or _json_name(first.get("name")) != name:
+            raise AnswerError("DoH answer does not match the question")
+    elif question is not None and not isinstance(question, list):
+        raise AnswerError("JSON answer has a malformed Question")
+    answers = document.get("Answer") or []
+    if not isinstance(answers, list):
+        raise AnswerError("JSON answer has a malformed Answer")
+    records: dict[tuple[str, int], list[tuple[Any, Any]]] = {}
+    for record in answers:
+        if not isinstance(record, dict) or not isinstance(record.get("type"), int):
+            raise AnswerError("JSON answer has a malformed record")
+        key = (_json_name(record.get("name")), record["type"])
+        records.setdefault(key, []).append((record.get("TTL"), record.get("data")))
+    current = name
+    seen = {current}
+    ttl: float | None = None
+    for _ in range(MAX_CNAME_DEPTH + 1):
+        found = records.get((current, rdtype))
+        if found:
+            addresses: list[str] = []
+            for record_ttl, data in found:
+                try:
+                    address = ipaddress.ip_address(data if isinstance(data, str) else "")
+                except ValueError:
+                    raise AnswerError(f"bad address {data!r} in JSON answer") from None
+                if (address.version == 4) != (rdtype == 1):
+                    raise AnswerError(f"address {data!r} does not match the record type")
+                addresses.append(address.compressed)
+                if isinstance(record_ttl, (int, float)) and record_ttl >= 0:
+                    ttl = record_ttl if ttl is None else min(ttl, record_ttl)
+            return addresses[:MAX_ADDRESSES], ttl, None
+        cname = records.get((current, 5))
+        if not cname:
+            return [], ttl, (current if current != name else None)
+        record_ttl, target = cname[0]
+        if isinstance(record_ttl, (int, float)) and record_ttl >= 0:
+            ttl = record_ttl if ttl is None else min(ttl, record_ttl)
+        target = _json_name(target)
+        if target in seen:
+            raise AnswerError(f"CNAME loop at {target}")
+        seen.add(target)
+        current = target
+    raise AnswerError(f"CNAME chain longer than {MAX_CNAME_DEPTH}")
+
+
+class DohDns:
+    """DNS over HTTPS through fastnet's own ``Client``.
+
+    >>> dns = DohDns("https://127.0.0.1:19853/dns-query", verify="ca.pem")      # doctest: +SKIP
+    >>> dns.lookup("app.test")                                                  # doctest: +SKIP
+    ['127.0.0.1', '127.0.0.2']
+    >>> google = DohDns("https://dns.google/resolve", bootstrap=["8.8.8.8", "8.8.4.4"],
+    ...                 format="json")                                          # doctest: +SKIP
+
+    ``method`` is ``"GET"`` (``?dns=`` base64url, cache friendly) or ``"POST"``; ``format`` is
+    ``"dns-message"`` (RFC 8484) or ``"json"`` (the JSON API of public HTTP DNS services, GET only).
+    ``bootstrap`` lists the DoH server's addresses when its URL names a host; without it that name is
+    resolved by ``SystemDns``. ``verify`` is passed to the ``Client`` (``True``, ``False``, a CA file or an
+    ``ssl.SSLContext``). ``client``, when given, is used as it is (its own ``dns`` must not be this
+    resolver). Call :meth:`close` (or use ``with``) to release the connections and threads.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        bootstrap: Iterable[str] | None = None,
+        method: str = "GET",
+        format: str = "dns-message",  # noqa: A002 - the issue's spelling
+        verify: Any = True,
+        timeout: float = 5.0,
+        ipv6: bool = True,
+        client: Any = None,
+    ) -> None:
+        from fastnet.url import URL
+
+        parsed = URL(url)
+        method = method.upper()
+        if method not in ("GET", "POST"):
+            raise ValueError(f"method must be 'GET' or 'POST', not {method!r}")
+        if format not in ("dns-message", "json"):
+            raise ValueError(f"format must be 'dns-message' or 'json', not {format!r}")
+        if format == "json" and method != "GET":
+            raise ValueError("the JSON API is GET only")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be positive, not {timeout!r}")
+        load_dnspython()
+        self.url = str(parsed)
+        self.host: str = parsed.host
+        self.method = method
+        self.format = format
+        self.verify = verify
+        self.timeout = float(timeout)
+        self.ipv6 = ipv6
+        addresses = list(bootstrap or ())
+        self.bootstrap: Any
+        if addresses:
+            self.bootstrap = BootstrapDns(self.host, addresses)
+        else:
+            from fastnet.dns._system import SystemDns
+
+            self.bootstrap = SystemDns()
+        self._client = client
+        self._own_client = client is None
+        self._executor: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    def _get_client(self) -> Any:
+        with self._lock:
+            if self._closed:
+                raise UnknownHostError(f"{self!r} is closed", phase="dns")
+            if self._client is None:
+                from fastnet.client import Client  # lazy: fastnet.dns must import without the client
+
+                self._client = Client(
+                    dns=self.bootstrap,
+                    verify=self.verify,
+                    connect_timeout=self.timeout,
+                    read_timeout=self.timeout,
+                )
+            return self._client
+
+    def _get_executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._closed:
+                raise UnknownHostError(f"{self!r} is closed", phase="dns")
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fastnet-doh")
+            return self._executor
+
+    def close(self) -> None:
+        """Close the client this resolver made and stop its threads."""
+        with self._lock:
+            self._closed = True
+            client, self._client = self._client, None
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+        if client is not None and self._own_client:
+            client.close()
+
+    def __enter__(self) -> DohDns:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    # -- lookups ----------------------------------------------------------------------------------
+
+    def lookup(self, hostname: str) -> list[str]:
+        return self.lookup_with_ttl(hostname)[0]
+
+    def lookup_with_ttl(self, hostname: str) -> tuple[list[str], float | None]:
+        """Addresses (A first, then AAAA) and the smallest TTL in the answers."""
+        if is_ip_literal(hostname):
+            return [_strip_brackets(hostname)], None
+        name = normalize_hostname(hostname)
+        client = self._get_client()
+        rdtypes = [1, 28] if self.ipv6 else [1]
+        future: Future[Any] | None = None
+        if len(rdtypes) == 2:
+            future = self._get_executor().submit(self._resolve_type, client, name, 28)
+        outcomes = [self._resolve_type(client, name, 1)]
+        if future is not None:
+            outcomes.append(future.result())
+        addresses: list[str] = []
+        reasons: list[str] = []
+        ttls: list[float] = []
+        for outcome in outcomes:
+            if isinstance(outcome, str):
+                reasons.append(outcome)
+                continue
+            found, ttl = outcome
+            addresses.extend(found)
+            if ttl is not None and found:
+                ttls.append(ttl)
+        if not addresses:
+            if "NXDOMAIN" in reasons:
+                reasons = ["NXDOMAIN"]
+            raise unknown_host(name, reasons, f"DoH {self.url}")
+        return addresses, (min(ttls) if ttls else None)
+
+    def _resolve_type(self, client: Any, name: str, rdtype: int) -> Any:
+        """``(addresses, ttl)`` for one record type, or the failure reason as a string."""
+        try:
+            if self.format == "json":
+                return self._resolve_json(client, name, rdtype)
+            return self._resolve_message(client, name, rdtype)
+        except AnswerError as exc:
+            return str(exc)
+        except Exception as exc:  # noqa: BLE001 - a failed HTTP exchange is one more reason
+            return f"DoH request failed: {type(exc).__name__}: {exc}"
+
+    def _resolve_message(self, client: Any, name: str, rdtype: int) -> tuple[list[str], float | None]:
+        dns = load_dnspython()
+        qname = dns.name.from_text(name)
+        seen: set[Any] = set()
+        ttl: float | None = None
+        for _ in range(MAX_CNAME_DEPTH + 1):
+            query = make_query(qname, rdtype, zero_id=True)
+            wire = query.to_wire()
+            if self.method == "GET":
+                response = client.get(build_get_url(self.url, wire), headers={"Accept": MESSAGE_TYPE})
+            else:
+                response = client.post(
+                    self.url, body=wire, headers={"Content-Type": MESSAGE_TYPE, "Accept": MESSAGE_TYPE}
+                )
+            message = parse_message_response(
+                query, response.status_code, response.headers.get("content-type"), response.content
+            )
+            found, part_ttl, target = extract_addresses(message, qname, rdtype, seen)
+            if part_ttl is not None:
+                ttl = part_ttl if ttl is None else min(ttl, part_ttl)
+            if target is None:
+                return found, ttl
+            qname = target
+        raise AnswerError(f"CNAME chain longer than {MAX_CNAME_DEPTH}")
+
+    def _resolve_json(self, client: Any, name: str, rdtype: int) -> tuple[list[str], float | None]:
+        current = name
+        seen = {name}
+        ttl: float | None = None
+        for _ in range(MAX_CNAME_DEPTH + 1):
+            url = build_json_url(self.url, current, "A" if rdtype == 1 else "AAAA")
+            response = client.get(url, headers={"Accept": JSON_TYPES[0]})
+            found, part_ttl, target = parse_json_response(
+                current, rdtype, response.status_code, response.headers.get("content-type"), response.content
+            )
+            if part_ttl is not None:
+                ttl = part_ttl if ttl is None else min(ttl, part_ttl)
+            if target is None:
+                return found, ttl
+            if target in seen:
+                raise AnswerError(f"CNAME loop at {target}")
+            seen.add(target)
+            current = target
+        raise AnswerError(f"CNAME chain longer than {MAX_CNAME_DEPTH}")
+
+    def __repr__(self) -> str:
+        return f"DohDns({self.url!r}, method={self.method!r}, format={self.format!r})"
