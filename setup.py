@@ -93,9 +93,9 @@ def extensions() -> list:
         include_path=[str(STAGING), str(ROOT)],
         language_level=3,
         compiler_directives={
-            "boundscheck": False,
-            "wraparound": False,
-            "cdivision": True,
+            # pure sources are ordinary Python: keep negative indexing and bounds checks, and let only the
+            # .pxd declare C types (annotations stay documentation)
+            "annotation_typing": False,
             "embedsignature": True,
             "binding": False,
         },

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from fastnet import _compat
 from fastnet._version import __version__
-from fastnet.authenticator import Authenticator
+from fastnet.authenticator import Authenticator, BasicAuthenticator, Challenge, Credentials
 from fastnet.client import Call, Client
 from fastnet.connection_pool import ConnectionPool
 from fastnet.cookies import NO_COOKIES, Cookie, CookieJar, MemoryCookieJar
@@ -42,6 +42,7 @@ from fastnet.interceptor import Chain, Interceptor
 from fastnet.proxy import EnvProxySelector, Proxy, ProxySelector, ProxyType
 from fastnet.request import Request, RequestBody
 from fastnet.response import Response
+from fastnet.retry import Retry
 from fastnet.route import Address, Route
 from fastnet.url import URL
 
@@ -51,9 +52,11 @@ compiled: bool = bool(_compat.loaded_compiled) and not _compat.missing_compiled 
 __all__ = [
     "Address",
     "Authenticator",
+    "BasicAuthenticator",
     "Call",
     "CallTimeout",
     "CanceledError",
+    "Challenge",
     "Chain",
     "Client",
     "ConnectError",
@@ -62,6 +65,7 @@ __all__ = [
     "ConnectionPool",
     "Cookie",
     "CookieJar",
+    "Credentials",
     "EnvProxySelector",
     "EventListener",
     "FastnetError",
@@ -81,6 +85,7 @@ __all__ = [
     "Request",
     "RequestBody",
     "Response",
+    "Retry",
     "Route",
     "RouteError",
     "TimeoutError",

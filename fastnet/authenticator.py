@@ -1,21 +1,430 @@
-"""``Authenticator``: answers 401 and 407 challenges with a new request, or gives up with None."""
+"""Authenticators answer 401 and 407 challenges with a new request, or give up with ``None``.
+
+Theory of operation
+-------------------
+When a response is a ``401`` the call asks the client's ``authenticator``; when it is the proxy's own
+``407`` (to a plain-http request through an HTTP proxy, or to a ``CONNECT``) it asks the
+``proxy_authenticator``. Before every ``CONNECT`` the proxy authenticator is also asked pre-emptively,
+with a synthetic 407 whose challenge scheme is ``fastnet-preemptive``. The authenticator returns the
+request to send next (normally ``response.request`` with an ``Authorization`` or
+``Proxy-Authorization`` header) or ``None`` to hand the challenge to the caller. A plain function
+``f(route, response)`` works wherever an authenticator does.
+
+Authenticators must stop on their own when their credentials are refused: the request that was
+refused is ``response.request`` and earlier answers are on ``response.prior_response``.
+:class:`BasicAuthenticator` does that, and the call itself never re-sends credentials that were just
+rejected, so a misbehaving authenticator costs one extra request, not twenty.
+
+:func:`parse_challenges` reads ``WWW-Authenticate``/``Proxy-Authenticate`` values per RFC 9110 §11
+(``Response.challenges()`` uses it).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+import base64
+import codecs
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from fastnet._internal.core import Request, Response
 
-__all__ = ["Authenticator", "parse_challenges"]
+__all__ = [
+    "NONE",
+    "PREEMPTIVE_SCHEME",
+    "Authenticator",
+    "BasicAuthenticator",
+    "Challenge",
+    "Credentials",
+    "parse_challenges",
+]
+
+#: The challenge scheme of the synthetic 407 the connector shows the proxy authenticator before CONNECT.
+PREEMPTIVE_SCHEME = "fastnet-preemptive"
+
+
+class _AuthenticatorMeta(type(Protocol)):  # type: ignore[misc]
+    # ``Authenticator.NONE`` lives on the metaclass so it is not a protocol member: a class attribute
+    # would make ``isinstance(x, Authenticator)`` demand that every authenticator has a ``NONE``.
+    @property
+    def NONE(cls) -> Any:  # noqa: N802 - the public name mirrors OkHttp's Authenticator.NONE
+        return NONE
 
 
 @runtime_checkable
-class Authenticator(Protocol):
-    """``authenticate(route, response) -> Request | None``."""
+class Authenticator(Protocol, metaclass=_AuthenticatorMeta):
+    """``authenticate(route, response) -> Request | None``: answer a 401/407 or give up.
+
+    >>> class TokenAuthenticator:
+    ...     def authenticate(self, route, response):
+    ...         if response.request.header("Authorization") is not None:
+    ...             return None                      # this token was refused already: give up
+    ...         token = refresh_token()
+    ...         headers = response.request.headers.set("Authorization", f"Bearer {token}")
+    ...         return response.request.replace(headers=headers)
+    >>> client = fastnet.Client(authenticator=TokenAuthenticator())
+
+    ``Authenticator.NONE`` never answers (the same as passing no authenticator).
+    """
+
+    if TYPE_CHECKING:
+        NONE: ClassVar[Authenticator]
 
     def authenticate(self, route: Any, response: Response) -> Request | None: ...
 
 
-def parse_challenges(values: list[str]) -> list[Any]:
-    return []
+class _NoAuthenticator:
+    """The authenticator that always gives up."""
+
+    __slots__ = ()
+
+    def authenticate(self, route: Any, response: Any) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return "Authenticator.NONE"
+
+    def __reduce__(self) -> str:
+        return "NONE"
+
+
+NONE: Authenticator = _NoAuthenticator()
+
+
+# ------------------------------------------------------------------------------------------------
+# Challenges (RFC 9110 §11)
+# ------------------------------------------------------------------------------------------------
+
+_TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_TOKEN68 = frozenset("-._~+/0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_WS = " \t"
+
+
+class Challenge:
+    """One authentication challenge: ``scheme``, ``params`` (names lowercased), ``token68`` or None.
+
+    >>> c = parse_challenges(['Basic realm="api", charset="UTF-8"'])[0]
+    >>> c.scheme, c.realm, c.charset, c.params
+    ('Basic', 'api', 'UTF-8', {'realm': 'api', 'charset': 'UTF-8'})
+    """
+
+    __slots__ = ("scheme", "params", "token68")
+
+    scheme: str
+    params: dict[str, str]
+    token68: str | None
+
+    def __init__(self, scheme: str, params: dict[str, str] | None = None, token68: str | None = None) -> None:
+        object.__setattr__(self, "scheme", scheme)
+        object.__setattr__(self, "params", {k.lower(): v for k, v in (params or {}).items()})
+        object.__setattr__(self, "token68", token68)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Challenge is immutable")
+
+    @property
+    def realm(self) -> str | None:
+        return self.params.get("realm")
+
+    @property
+    def charset(self) -> str:
+        """The ``charset`` parameter when it names a known codec, else ``ISO-8859-1`` (RFC 7617 §2.1)."""
+        charset = self.params.get("charset")
+        if charset:
+            try:
+                codecs.lookup(charset)
+                return charset
+            except LookupError:
+                pass
+        return "ISO-8859-1"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Challenge):
+            return NotImplemented
+        return (
+            self.scheme.lower() == other.scheme.lower()
+            and self.params == other.params
+            and self.token68 == other.token68
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.scheme.lower(), tuple(sorted(self.params.items())), self.token68))
+
+    def __repr__(self) -> str:
+        extra = f", token68={self.token68!r}" if self.token68 is not None else ""
+        return f"Challenge({self.scheme!r}, {self.params!r}{extra})"
+
+
+class _Malformed(Exception):
+    pass
+
+
+class _Reader:
+    __slots__ = ("text", "pos")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def at_end(self) -> bool:
+        return self.pos >= len(self.text)
+
+    def peek(self) -> str:
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def skip_ws(self) -> bool:
+        start = self.pos
+        text = self.text
+        while self.pos < len(text) and text[self.pos] in _WS:
+            self.pos += 1
+        return self.pos > start
+
+    def skip_commas_and_ws(self) -> bool:
+        found = False
+        text = self.text
+        while self.pos < len(text) and (text[self.pos] in _WS or text[self.pos] == ","):
+            found = found or text[self.pos] == ","
+            self.pos += 1
+        return found
+
+    def token(self) -> str:
+        start = self.pos
+        text = self.text
+        while self.pos < len(text) and text[self.pos] in _TCHAR:
+            self.pos += 1
+        return text[start : self.pos]
+
+    def token68(self) -> str | None:
+        """A token68 when one ends here (followed by the end, or whitespace and a comma), else None."""
+        start = self.pos
+        text = self.text
+        end = start
+        while end < len(text) and text[end] in _TOKEN68:
+            end += 1
+        if end == start:
+            return None
+        while end < len(text) and text[end] == "=":
+            end += 1
+        after = end
+        while after < len(text) and text[after] in _WS:
+            after += 1
+        if after < len(text) and text[after] != ",":
+            return None
+        self.pos = end
+        return text[start:end]
+
+    def quoted(self) -> str:
+        text = self.text
+        self.pos += 1  # the opening quote
+        out = []
+        while self.pos < len(text):
+            ch = text[self.pos]
+            if ch == '"':
+                self.pos += 1
+                return "".join(out)
+            if ch == "\\":
+                self.pos += 1
+                if self.pos >= len(text):
+                    break
+                ch = text[self.pos]
+            out.append(ch)
+            self.pos += 1
+        raise _Malformed("unterminated quoted-string")
+
+    def starts_param(self) -> bool:
+        """Whether the next item is ``token BWS "="`` (an auth-param) rather than a new challenge."""
+        save = self.pos
+        try:
+            if not self.token():
+                return False
+            self.skip_ws()
+            return self.peek() == "="
+        finally:
+            self.pos = save
+
+
+def _parse_one_header(value: str, out: list[Challenge]) -> None:
+    reader = _Reader(value)
+    while True:
+        reader.skip_commas_and_ws()
+        if reader.at_end():
+            return
+        scheme = reader.token()
+        if not scheme:
+            raise _Malformed(f"expected an auth-scheme at {reader.pos}")
+        had_space = reader.skip_ws()
+        if reader.at_end() or reader.peek() == ",":
+            out.append(Challenge(scheme))
+            continue
+        if not had_space:
+            raise _Malformed(f"expected a space after the auth-scheme {scheme!r}")
+        token68 = reader.token68()
+        if token68 is not None:
+            out.append(Challenge(scheme, token68=token68))
+            continue
+        params: dict[str, str] = {}
+        while True:
+            name = reader.token().lower()
+            reader.skip_ws()
+            if reader.peek() != "=":
+                raise _Malformed("expected '=' in an auth-param")
+            reader.pos += 1
+            reader.skip_ws()
+            if reader.peek() == '"':
+                param_value = reader.quoted()
+            else:
+                param_value = reader.token()
+                if not param_value:
+                    raise _Malformed(f"empty value for auth-param {name!r}")
+            if name in params:
+                raise _Malformed(f"duplicate auth-param {name!r}")
+            params[name] = param_value
+            reader.skip_ws()
+            if reader.at_end():
+                break
+            if reader.peek() != ",":
+                raise _Malformed(f"unexpected {reader.peek()!r} after auth-param {name!r}")
+            reader.skip_commas_and_ws()
+            if reader.at_end() or not reader.starts_param():
+                break
+        out.append(Challenge(scheme, params))
+
+
+def parse_challenges(values: Any) -> list[Challenge]:
+    """Every challenge in ``WWW-Authenticate``/``Proxy-Authenticate`` header values, in order.
+
+    >>> parse_challenges(['Newauth realm="apps", type=1, Basic realm="simple"', "Bearer abc.def=="])
+    [Challenge('Newauth', {'realm': 'apps', 'type': '1'}), Challenge('Basic', {'realm': 'simple'}), \
+Challenge('Bearer', {}, token68='abc.def==')]
+
+    A malformed header stops at the first error; the challenges before it are kept.
+    """
+    if isinstance(values, str):
+        values = [values]
+    out: list[Challenge] = []
+    for value in values:
+        if not isinstance(value, str):
+            continue
+        found: list[Challenge] = []
+        try:
+            _parse_one_header(value, found)
+        except _Malformed:
+            pass
+        out.extend(found)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Credentials and the Basic authenticator
+# ------------------------------------------------------------------------------------------------
+
+
+class Credentials:
+    """Builders for ``Authorization``/``Proxy-Authorization`` values.
+
+    >>> Credentials.basic("aladdin", "opensesame")
+    'Basic YWxhZGRpbjpvcGVuc2VzYW1l'
+    """
+
+    __slots__ = ()
+
+    @staticmethod
+    def basic(user: str, password: str, charset: str = "utf-8") -> str:
+        """``Basic base64(user ":" password)``, encoded with ``charset`` (RFC 7617)."""
+        if not isinstance(user, str) or not isinstance(password, str):
+            raise TypeError("user and password must be str")
+        if ":" in user:
+            raise ValueError("a Basic user-id cannot contain ':' (RFC 7617 §2)")
+        raw = f"{user}:{password}".encode(charset)
+        return "Basic " + base64.b64encode(raw).decode("ascii")
+
+    @staticmethod
+    def bearer(token: str) -> str:
+        """``Bearer <token>``; the token must be a token68 (RFC 6750 §2.1)."""
+        if not isinstance(token, str):
+            raise TypeError("token must be a str")
+        stripped = token.rstrip("=")
+        if not stripped or any(c not in _TOKEN68 for c in stripped):
+            raise ValueError("a Bearer token must be a non-empty token68 (letters, digits, -._~+/ and trailing =)")
+        return "Bearer " + token
+
+
+def _first_request_url(response: Any) -> Any:
+    oldest = response
+    for _ in range(1000):
+        prior = oldest.prior_response
+        if prior is None:
+            break
+        oldest = prior
+    request = oldest.request
+    return request.url if request is not None else None
+
+
+class BasicAuthenticator:
+    """Answers 401 (``Authorization``) and 407 (``Proxy-Authorization``) with HTTP Basic credentials.
+
+    >>> client = fastnet.Client(authenticator=fastnet.BasicAuthenticator("alice", "s3cret"))
+    >>> squid = fastnet.Client(proxy=fastnet.Proxy.http("127.0.0.1", 3128),
+    ...                        proxy_authenticator=fastnet.BasicAuthenticator("bob", "pw"))
+
+    It gives up (returns None) when the refused request already carried these credentials, or an
+    earlier attempt of the call did; when the server offers challenges and none is ``Basic``; and, for
+    401s, when the response comes from another origin than ``origin`` (default: the origin of the call's
+    first request), so a redirect to another host never earns that host your password.
+    """
+
+    __slots__ = ("user", "_password", "charset", "credentials", "origin")
+
+    def __init__(self, user: str, password: str, *, charset: str = "utf-8", origin: Any = None) -> None:
+        self.credentials = Credentials.basic(user, password, charset)
+        self.user = user
+        self._password = password
+        self.charset = charset
+        if origin is not None:
+            from fastnet.url import URL
+
+            url = URL(origin) if not isinstance(origin, URL) else origin
+            origin = (url.scheme, url.host, url.port)
+        self.origin = origin
+
+    def authenticate(self, route: Any, response: Any) -> Any:
+        request = response.request
+        if request is None:
+            return None
+        proxy = response.status_code == 407
+        header = "Proxy-Authorization" if proxy else "Authorization"
+        if not proxy:
+            if response.status_code != 401:
+                return None
+            origin = self.origin
+            if origin is None:
+                first = _first_request_url(response)
+                origin = (first.scheme, first.host, first.port) if first is not None else None
+            url = request.url
+            if origin is not None and origin != (url.scheme, url.host, url.port):
+                return None
+        challenges = response.challenges()
+        if challenges and not any(
+            c.scheme.lower() in ("basic", PREEMPTIVE_SCHEME) for c in challenges
+        ):
+            return None
+        if request.headers.get(header) == self.credentials:
+            return None
+        prior = response.prior_response
+        for _ in range(1000):
+            if prior is None:
+                break
+            earlier = prior.request
+            if (
+                prior.status_code == response.status_code
+                and earlier is not None
+                and earlier.headers.get(header) == self.credentials
+            ):
+                return None
+            prior = prior.prior_response
+        return request.replace(headers=request.headers.set(header, self.credentials))
+
+    def __call__(self, route: Any, response: Any) -> Any:
+        return self.authenticate(route, response)
+
+    def __repr__(self) -> str:
+        return f"BasicAuthenticator(user={self.user!r}, password=██)"

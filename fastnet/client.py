@@ -277,6 +277,8 @@ class Client:
         )
         self._core = core
         self._request = core.request
+        # the hot entry point: a C method, no Python frame per request (Client.get documents it)
+        self.get = core.get
 
     # -- options --------------------------------------------------------------------------------
 

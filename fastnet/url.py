@@ -122,6 +122,8 @@ class URL:
         "path",
         "query",
         "fragment",
+        "target",
+        "host_header",
         "_text",
         "_hash",
     )
@@ -134,6 +136,10 @@ class URL:
     path: str
     query: str | None
     fragment: str | None
+    #: The origin-form request target: path and query.
+    target: str
+    #: The ``Host`` header value: host, plus ``:port`` when it is not the scheme's default.
+    host_header: str
 
     def __new__(cls, url: str | URL = "") -> URL:
         if isinstance(url, URL):
@@ -219,6 +225,9 @@ class URL:
         self.path = _remove_dot_segments(quote(path, safe=_PATH_SAFE))
         self.query = query
         self.fragment = fragment
+        self.target = self.path if query is None else f"{self.path}?{query}"
+        literal = f"[{self.host}]" if ":" in self.host else self.host
+        self.host_header = literal if port == DEFAULT_PORTS[scheme] else f"{literal}:{port}"
         self._text = None
         self._hash = None
 
@@ -233,21 +242,9 @@ class URL:
         return DEFAULT_PORTS[self.scheme]
 
     @property
-    def target(self) -> str:
-        """The origin-form request target: path and query."""
-        return self.path if self.query is None else f"{self.path}?{self.query}"
-
-    @property
     def host_literal(self) -> str:
         """The host as written in a URL: IPv6 in brackets."""
         return f"[{self.host}]" if ":" in self.host else self.host
-
-    @property
-    def host_header(self) -> str:
-        """The ``Host`` header value: host, plus ``:port`` when it is not the scheme's default."""
-        if self.port == DEFAULT_PORTS[self.scheme]:
-            return self.host_literal
-        return f"{self.host_literal}:{self.port}"
 
     @property
     def authority(self) -> str:

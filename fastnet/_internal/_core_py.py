@@ -46,6 +46,7 @@ from fastnet.exceptions import (
     WriteTimeout,
 )
 from fastnet.url import URL
+from fastnet.url import _cache as _URL_CACHE
 
 __all__ = [
     "BridgeInterceptor",
@@ -395,7 +396,16 @@ def _file_chunks(f: Any) -> Any:
         yield block
 
 
-_BODYLESS = frozenset(("GET", "HEAD", "OPTIONS", "TRACE", "CONNECT", "DELETE"))
+_KNOWN_METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"))
+
+
+def _check_method(method: Any) -> str:
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a str, not {type(method).__name__}")
+    if not method or not all(c in _TCHAR for c in method):
+        raise ValueError(f"Invalid HTTP method {method!r}")
+    upper = method.upper()
+    return upper if upper in _KNOWN_METHODS else method
 
 
 class Request:
@@ -421,13 +431,15 @@ class Request:
         proxy: Any = None,
         tag: Any = None,
     ) -> None:
-        if not isinstance(method, str):
-            raise TypeError(f"method must be a str, not {type(method).__name__}")
-        if not method or not all(c in _TCHAR for c in method):
-            raise ValueError(f"Invalid HTTP method {method!r}")
-        self.method = method.upper() if method.islower() else method
-        self.url = url if isinstance(url, URL) else URL(url)
-        hdrs = _as_headers(headers)
+        if method not in _KNOWN_METHODS:
+            method = _check_method(method)
+        self.method = method
+        if isinstance(url, URL):
+            self.url = url
+        else:
+            cached = _URL_CACHE.get(url) if isinstance(url, str) else None
+            self.url = cached if cached is not None else URL(url)
+        hdrs = _EMPTY_HEADERS if headers is None else _as_headers(headers)
         if json is not None:
             if body is not None:
                 raise ValueError("pass either body= or json=, not both")
@@ -452,9 +464,7 @@ class Request:
         new.tag = self.tag
         for key, value in changes.items():
             if key == "method":
-                if not isinstance(value, str) or not value or not all(c in _TCHAR for c in value):
-                    raise ValueError(f"Invalid HTTP method {value!r}")
-                new.method = value
+                new.method = value if value in _KNOWN_METHODS else _check_method(value)
             elif key == "url":
                 new.url = value if isinstance(value, URL) else URL(value)
             elif key == "headers":
@@ -467,6 +477,17 @@ class Request:
                 new.tag = value
             else:
                 raise TypeError(f"Request.replace() got an unexpected keyword argument {key!r}")
+        return new
+
+    def with_headers(self, headers: Headers) -> Request:
+        """A copy with other (already validated) headers: the Bridge's fast path."""
+        new = Request.__new__(Request)
+        new.method = self.method
+        new.url = self.url
+        new.headers = headers
+        new.body = self.body
+        new.proxy = self.proxy
+        new.tag = self.tag
         return new
 
     def header(self, name: str) -> str | None:
@@ -736,6 +757,8 @@ class RealConnection:
 
     __slots__ = (
         "sock",
+        "sendall",
+        "recv_into",
         "route",
         "address",
         "parser",
@@ -758,6 +781,8 @@ class RealConnection:
 
     def __init__(self, sock: Any, route: Any, address: Any, is_tls: bool = False, http_proxy: bool = False) -> None:
         self.sock = sock
+        self.sendall = sock.sendall
+        self.recv_into = sock.recv_into
         self.route = route
         self.address = address
         self.parser = ResponseParser()
@@ -879,7 +904,7 @@ class Exchange:
             events.request_headers_start(self.call)
         try:
             if body is None:
-                sock.sendall(head)
+                conn.sendall(head)
                 if events is not None:
                     events.request_headers_end(self.call, self.request)
                 return None
@@ -937,7 +962,7 @@ class Exchange:
         """One ``recv_into`` the connection's buffer, fed to the parser. Returns the byte count."""
         conn = self.connection
         try:
-            n = conn.sock.recv_into(conn.buf)
+            n = conn.recv_into(conn.buf)
         except OSError as exc:
             self.failed = True
             raise self.map_error(exc, "read") from exc
@@ -1151,6 +1176,22 @@ class Exchange:
         return ConnectionClosedError(str(exc), url=url, phase=phase)
 
 
+def _new_exchange(call: RealCall, connection: RealConnection) -> Exchange:
+    exchange = Exchange.__new__(Exchange)
+    exchange.call = call
+    exchange.connection = connection
+    exchange.request = None
+    exchange.body_mode = BODY_NONE
+    exchange.keep_alive = False
+    exchange.done = False
+    exchange.decompressor = None
+    exchange.body_bytes = 0
+    exchange.failed = False
+    exchange.head_request = False
+    exchange.content_encoding = ""
+    return exchange
+
+
 # ------------------------------------------------------------------------------------------------
 # The chain and the built-in interceptors
 # ------------------------------------------------------------------------------------------------
@@ -1213,17 +1254,18 @@ class RealInterceptorChain:
         self.follow_redirects = follow_redirects
 
     def copy(self, index: int, request: Request, exchange: Exchange | None) -> RealInterceptorChain:
-        return RealInterceptorChain(
-            self.call,
-            self.interceptors,
-            index,
-            request,
-            exchange,
-            self.connect_timeout,
-            self.read_timeout,
-            self.write_timeout,
-            self.follow_redirects,
-        )
+        chain = RealInterceptorChain.__new__(RealInterceptorChain)
+        chain.call = self.call
+        chain.interceptors = self.interceptors
+        chain.index = index
+        chain.request = request
+        chain.exchange = exchange
+        chain.connect_timeout = self.connect_timeout
+        chain.read_timeout = self.read_timeout
+        chain.write_timeout = self.write_timeout
+        chain.calls = 0
+        chain.follow_redirects = self.follow_redirects
+        return chain
 
     def proceed(self, request: Request) -> Response:
         """Hand ``request`` to the next interceptor and return its response."""
@@ -1243,7 +1285,22 @@ class RealInterceptorChain:
                 raise RuntimeError(f"network interceptor {previous!r} must retain the same host and port")
         nxt = self.copy(index + 1, request, exchange)
         interceptor = interceptors[index]
-        response = interceptor.intercept(nxt)
+        # built-in interceptors are called directly (C calls in the compiled build); others by protocol
+        kind = type(interceptor)
+        if kind is BridgeInterceptor:
+            bridge = interceptor
+            response = bridge.intercept(nxt)
+        elif kind is ConnectInterceptor:
+            connect = interceptor
+            response = connect.intercept(nxt)
+        elif kind is CallServerInterceptor:
+            call_server = interceptor
+            response = call_server.intercept(nxt)
+        elif kind is RetryAndFollowUpInterceptor:
+            retry = interceptor
+            response = retry.intercept(nxt)
+        else:
+            response = interceptor.intercept(nxt)
         if response is None:
             raise RuntimeError(f"interceptor {interceptor!r} returned None")
         if exchange is not None and index + 1 < len(interceptors) and nxt.calls != 1:
@@ -1350,17 +1407,25 @@ class RetryAndFollowUpInterceptor:
             except BaseException:
                 response.close()
                 raise
-            if call.events is not None:
-                call.events.follow_up_decision(call, response, follow_up)
+            if follow_up is not None:
+                body = follow_up.body
+                if body is not None and body.one_shot:
+                    follow_up = None  # a one-shot body cannot be sent again: return this response
             if follow_up is None:
+                if call.events is not None:
+                    call.events.follow_up_decision(call, response, None)
                 return response
-            body = follow_up.body
-            if body is not None and body.one_shot:
-                return response
-            response.close()
             follow_ups += 1
             if follow_ups > client.max_follow_ups:
-                raise ProtocolError(f"Too many follow-up requests: {follow_ups}", url=request.url)
+                response.close()
+                if call.events is not None:
+                    call.events.follow_up_decision(call, response, None)
+                err = ProtocolError(f"Too many follow-up requests: {follow_ups}", url=request.url)
+                if recovered:
+                    err.recovered.extend(recovered)
+                raise err
+            if call.events is not None:
+                call.events.follow_up_decision(call, response, follow_up)
             prior = response._stripped()
             if not follow_up.url.same_origin(request.url):
                 call.finder = None
@@ -1435,7 +1500,7 @@ class BridgeInterceptor:
             gzip_added = True
         else:
             network_headers, gzip_added = self.build_headers(request, cookies)
-        network_request = request if network_headers is user else request.replace(headers=network_headers)
+        network_request = request if network_headers is user else request.with_headers(network_headers)
         response = chain.proceed(network_request)
         if jar is not None:
             set_cookies = response.headers.get_all("set-cookie")
@@ -1515,7 +1580,7 @@ class ConnectInterceptor:
         call = chain.call
         request = chain.request
         connection = self.client.acquire_connection(call, request, chain)
-        exchange = Exchange(call, connection)
+        exchange = _new_exchange(call, connection)
         exchange.request = request
         call.exchange = exchange
         connection.set_timeouts(chain.read_timeout, chain.write_timeout)
@@ -1537,12 +1602,12 @@ class CallServerInterceptor:
             # absolute-form through an HTTP proxy, with the proxy's own credentials when it has them
             target = f"{url.scheme}://{url.host_header}{url.target}"
             auth = conn.proxy_authorization
-            if auth is not None and "proxy-authorization" not in headers:
+            if auth is not None and "proxy-authorization" not in headers._lookup():
                 headers = headers.add("Proxy-Authorization", auth)
         else:
             # never hand proxy credentials to an origin (through a tunnel, SOCKS or directly)
             target = url.target
-            if "proxy-authorization" in headers:
+            if "proxy-authorization" in headers._lookup():
                 headers = headers.remove("proxy-authorization")
         return b"%s %s HTTP/1.1\r\n%b\r\n" % (
             request.method.encode("ascii"),
@@ -1678,17 +1743,17 @@ class RealCall:
         try:
             if self.canceled:
                 raise self.canceled_error(request)
-            chain = RealInterceptorChain(
-                self,
-                client.interceptors,
-                0,
-                request,
-                None,
-                client.connect_timeout,
-                client.read_timeout,
-                client.write_timeout,
-                -1,
-            )
+            chain = RealInterceptorChain.__new__(RealInterceptorChain)
+            chain.call = self
+            chain.interceptors = client.interceptors
+            chain.index = 0
+            chain.request = request
+            chain.exchange = None
+            chain.connect_timeout = client.connect_timeout
+            chain.read_timeout = client.read_timeout
+            chain.write_timeout = client.write_timeout
+            chain.calls = 0
+            chain.follow_redirects = -1
             response = chain.proceed(request)
             if self.canceled:
                 response.close()
@@ -1872,7 +1937,20 @@ class ClientCore:
         stream: bool,
         proxy: Any,
     ) -> Response:
-        request = Request(method, url, headers, body, json, proxy)
+        if headers is None and body is None and json is None and method in _KNOWN_METHODS:
+            request = Request.__new__(Request)
+            request.method = method
+            cached = _URL_CACHE.get(url) if isinstance(url, str) else None
+            if cached is not None:
+                request.url = cached
+            else:
+                request.url = url if isinstance(url, URL) else URL(url)
+            request.headers = _EMPTY_HEADERS
+            request.body = None
+            request.proxy = proxy
+            request.tag = None
+        else:
+            request = Request(method, url, headers, body, json, proxy)
         call = RealCall(self, request)
         response = call.execute()
         if not stream and response._exchange is not None:
@@ -1882,6 +1960,10 @@ class ClientCore:
                 response.close()
                 raise
         return response
+
+    def get(self, url: Any, headers: Any = None, proxy: Any = None) -> Response:
+        """``Client.get`` without a Python frame in between (the client binds this method)."""
+        return self.request("GET", url, headers, None, None, False, proxy)
 
     def acquire_connection(self, call: RealCall, request: Request, chain: RealInterceptorChain) -> RealConnection:
         url = request.url

@@ -46,7 +46,9 @@ class RealConnectionPool:
         expired = None
         now = time.monotonic()
         keep_alive = self.keep_alive
-        with self.lock:
+        lock = self.lock
+        lock.acquire()
+        try:
             while stack:
                 conn = stack.pop()
                 del self.order[conn]
@@ -60,6 +62,8 @@ class RealConnectionPool:
                 break
             if not stack:
                 self.idle.pop(address, None)
+        finally:
+            lock.release()
         if expired is not None:
             for conn in expired:
                 conn.close()
@@ -99,7 +103,9 @@ class RealConnectionPool:
         """A call is done with ``conn``: keep it idle when reusable, else close it."""
         to_close = None
         now = time.monotonic()
-        with self.cond:
+        lock = self.lock
+        lock.acquire()  # the condition's own lock; a plain acquire avoids Condition's Python-level __enter__
+        try:
             if conn in self.order:
                 return  # released twice
             if reusable and self.max_idle > 0 and not conn.closed and not self.closed:
@@ -111,12 +117,15 @@ class RealConnectionPool:
                 else:
                     stack.append(conn)
                 self.order[conn] = None
-                to_close = self._evict(now)
+                if len(self.order) > self.max_idle or now - next(iter(self.order)).idle_at >= self.keep_alive:
+                    to_close = self._evict(now)
             else:
                 self._forget(conn)
                 to_close = [conn]
             if self.max_per_host > 0:
                 self.cond.notify_all()
+        finally:
+            lock.release()
         if to_close:
             for c in to_close:
                 c.close()
