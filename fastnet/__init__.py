@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from fastnet import _compat
+from fastnet import _compat, dns
 from fastnet._version import __version__
 from fastnet.authenticator import Authenticator, BasicAuthenticator, Challenge, Credentials
 from fastnet.client import Call, Client
@@ -96,4 +96,5 @@ __all__ = [
     "WriteTimeout",
     "__version__",
     "compiled",
+    "dns",
 ]
