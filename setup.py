@@ -88,6 +88,16 @@ def extensions() -> list:
     if only:  # developers: rebuild just the named modules, e.g. FASTNET_BUILD_ONLY=fastnet.dns._cache_c
         exts = [e for e in exts if e.name in only]
     print(f"fastnet: building the compiled build ({len(exts)} extensions)", file=sys.stderr)
+    try:
+        return _cythonize(cythonize, exts)
+    except Exception as exc:  # noqa: BLE001 - a Cython error means the pure build, unless required
+        if flag("FASTNET_REQUIRE_EXTENSIONS"):
+            raise
+        print(f"fastnet: Cython failed ({exc}); building the pure-Python build", file=sys.stderr)
+        return []
+
+
+def _cythonize(cythonize, exts: list) -> list:
     return cythonize(
         exts,
         include_path=[str(STAGING), str(ROOT)],
