@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import base64
 import codecs
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from fastnet._internal.core import Request, Response
@@ -65,9 +65,6 @@ class Authenticator(Protocol, metaclass=_AuthenticatorMeta):
 
     ``Authenticator.NONE`` never answers (the same as passing no authenticator).
     """
-
-    if TYPE_CHECKING:
-        NONE: ClassVar[Authenticator]
 
     def authenticate(self, route: Any, response: Response) -> Request | None: ...
 
@@ -215,7 +212,7 @@ class _Reader:
     def quoted(self) -> str:
         text = self.text
         self.pos += 1  # the opening quote
-        out = []
+        out: list[str] = []
         while self.pos < len(text):
             ch = text[self.pos]
             if ch == '"':
@@ -344,7 +341,9 @@ class Credentials:
             raise TypeError("token must be a str")
         stripped = token.rstrip("=")
         if not stripped or any(c not in _TOKEN68 for c in stripped):
-            raise ValueError("a Bearer token must be a non-empty token68 (letters, digits, -._~+/ and trailing =)")
+            raise ValueError(
+                "a Bearer token must be a non-empty token68 (letters, digits, -._~+/ and trailing =)"
+            )
         return "Bearer " + token
 
 
@@ -403,9 +402,7 @@ class BasicAuthenticator:
             if origin is not None and origin != (url.scheme, url.host, url.port):
                 return None
         challenges = response.challenges()
-        if challenges and not any(
-            c.scheme.lower() in ("basic", PREEMPTIVE_SCHEME) for c in challenges
-        ):
+        if challenges and not any(c.scheme.lower() in ("basic", PREEMPTIVE_SCHEME) for c in challenges):
             return None
         if request.headers.get(header) == self.credentials:
             return None

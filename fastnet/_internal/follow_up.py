@@ -46,7 +46,7 @@ REDIRECT_CODES = frozenset((300, 301, 302, 303, 307, 308))
 _ORIGIN_BOUND = ("authorization", "cookie", "proxy-authorization", "host")
 # Headers that describe a body; dropped when a redirect turns the request into a GET.
 _BODY_HEADERS = ("content-length", "content-type", "transfer-encoding")
-_INFINITE = -1
+_INFINITE = 2**31 - 1  # "not now": OkHttp's Int.MAX_VALUE
 
 
 def follow_up_request(client: Any, call: Any, chain: Any, response: Any) -> Any:
@@ -95,7 +95,7 @@ def follow_up_request(client: Any, call: Any, chain: Any, response: Any) -> Any:
 
 def retry_after_seconds(value: Any, default: int) -> int:
     """``Retry-After`` as OkHttp reads it for 408/503: digits → that many seconds; absent → ``default``;
-    anything else (an HTTP date, a sign, spaces inside, garbage) → -1, meaning "not now".
+    anything else (an HTTP date, a sign, spaces inside, garbage) → 2**31 - 1, meaning "not now".
 
     Python integers do not overflow, so ``9999999999`` is simply a large number (OkHttp crashes on it).
     """
@@ -104,9 +104,9 @@ def retry_after_seconds(value: Any, default: int) -> int:
     text = value.strip()
     if not text or not text.isascii() or not text.isdigit():
         return _INFINITE
-    if len(text) > 12:  # more than 30,000 years: "later" without building a huge int
-        return 10**12
-    return int(text)
+    if len(text) > 10:  # beyond any sane delay: "later", without building a huge int
+        return _INFINITE
+    return min(int(text), _INFINITE)
 
 
 def authenticate(authenticator: Any, route: Any, response: Any) -> Any:
@@ -121,7 +121,8 @@ def authenticate(authenticator: Any, route: Any, response: Any) -> Any:
 
     if not isinstance(answer, Request):
         raise TypeError(
-            f"authenticator {authenticator!r} returned {type(answer).__name__}; expected a fastnet.Request or None"
+            f"authenticator {authenticator!r} returned {type(answer).__name__}; "
+            "expected a fastnet.Request or None"
         )
     return answer
 
@@ -178,7 +179,9 @@ def build_redirect(client: Any, chain: Any, response: Any, request: Any) -> Any:
     body = request.body
     status = response.status_code
     if method != "GET" and method != "HEAD":
-        keeps_body = status == 307 or status == 308 or method == "PROPFIND" or (method == "QUERY" and status != 303)
+        keeps_body = (
+            status == 307 or status == 308 or method == "PROPFIND" or (method == "QUERY" and status != 303)
+        )
         if not keeps_body:
             method = "GET"
             body = None

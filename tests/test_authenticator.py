@@ -1,0 +1,417 @@
+"""Authenticators, challenges and credentials: 401 and 407 follow-ups over real loopback sockets."""
+
+from __future__ import annotations
+
+import base64
+import pickle
+
+import pytest
+
+import fastnet
+from fastnet import Authenticator, BasicAuthenticator, Challenge, Credentials
+from fastnet.authenticator import NONE, PREEMPTIVE_SCHEME, parse_challenges
+from fastnet.exceptions import ProtocolError, ProxyError
+from fastnet.testing import MockResponse, MockServer
+
+GOOD = Credentials.basic("alice", "s3cret")
+
+
+@pytest.fixture
+def server():
+    with MockServer() as s:
+        yield s
+
+
+def make_client(**options):
+    options.setdefault("trust_env", False)
+    return fastnet.Client(**options)
+
+
+def assert_pool_clean(client: fastnet.Client) -> None:
+    pool = client.connection_pool
+    assert pool.connection_count() == pool.idle_connection_count()
+
+
+def challenge_401(value: str | None = 'Basic realm="api"') -> MockResponse:
+    headers = {"WWW-Authenticate": value} if value is not None else {}
+    return MockResponse(401, headers=headers, body=b"who are you")
+
+
+# ------------------------------------------------------------------------------------------------ parsing
+
+
+def test_authenticator_parse_basic_realm():
+    assert parse_challenges(['Basic realm="simple"']) == [Challenge("Basic", {"realm": "simple"})]
+
+
+def test_authenticator_parse_several_challenges_in_one_header():
+    found = parse_challenges(
+        ['Newauth realm="apps", type=1, title="Login to \\"apps\\"", Basic realm="simple"']
+    )
+    assert [c.scheme for c in found] == ["Newauth", "Basic"]
+    assert found[0].params == {"realm": "apps", "type": "1", "title": 'Login to "apps"'}
+    assert found[1].realm == "simple"
+
+
+def test_authenticator_parse_several_headers_in_order():
+    found = parse_challenges(['Bearer realm="a"', 'Digest realm="b", nonce="n", qop="auth,auth-int"'])
+    assert [(c.scheme, c.realm) for c in found] == [("Bearer", "a"), ("Digest", "b")]
+    assert found[1].params["qop"] == "auth,auth-int"
+
+
+def test_authenticator_parse_token68():
+    found = parse_challenges(
+        ["Negotiate YIIBnQYGKwYBBQUCoIIBkTCCAY2gMDAuBgkqhkiC9xIBAgIGCSqGSIb3EgECAgY==, Basic"]
+    )
+    assert found[0].token68 == "YIIBnQYGKwYBBQUCoIIBkTCCAY2gMDAuBgkqhkiC9xIBAgIGCSqGSIb3EgECAgY=="
+    assert found[0].params == {}
+    assert found[1] == Challenge("Basic")
+
+
+def test_authenticator_parse_names_lowercased_and_whitespace():
+    (c,) = parse_challenges(['Basic   REALM = "r" ,\tCharset=UTF-8'])
+    assert c.params == {"realm": "r", "charset": "UTF-8"} and c.charset == "UTF-8"
+
+
+def test_authenticator_charset_defaults_to_latin1():
+    assert Challenge("Basic").charset == "ISO-8859-1"
+    assert Challenge("Basic", {"charset": "no-such-codec"}).charset == "ISO-8859-1"
+
+
+@pytest.mark.parametrize(
+    "values, schemes",
+    [
+        ([""], []),
+        ([",, ,"], []),
+        (['Basic realm="a", realm="b"'], []),  # duplicate parameter: that challenge is dropped
+        (['Bearer realm="a"', 'Basic realm="unterminated'], ["Bearer"]),
+        (['Bearer realm="a", Basic realm=x y'], ["Bearer"]),  # stray token: keep what came before
+        (["=Basic"], []),
+        (["Basic="], []),
+        (['Basic realm="x", =, Digest realm="y"'], ["Basic"]),
+        (["\x00\x01\x02"], []),
+        (["Basic realm=" + "a" * 100_000], ["Basic"]),
+    ],
+)
+def test_authenticator_parse_malformed_never_raises(values, schemes):
+    assert [c.scheme for c in parse_challenges(values)] == schemes
+
+
+def test_authenticator_parse_accepts_a_single_string():
+    assert parse_challenges("Basic") == [Challenge("Basic")]
+
+
+def test_authenticator_challenge_is_immutable_and_hashable():
+    c = Challenge("Basic", {"Realm": "x"})
+    with pytest.raises(AttributeError):
+        c.scheme = "Digest"  # type: ignore[misc]
+    assert c == Challenge("basic", {"realm": "x"}) and hash(c) == hash(Challenge("BASIC", {"realm": "x"}))
+    assert "Basic" in repr(c)
+
+
+def test_authenticator_response_challenges_per_status():
+    r401 = fastnet.Response(401, headers=[("WWW-Authenticate", "Basic realm=a"), ("Proxy-Authenticate", "X")])
+    r407 = fastnet.Response(407, headers=[("WWW-Authenticate", "Basic realm=a"), ("Proxy-Authenticate", "X")])
+    assert r401.challenges() == [Challenge("Basic", {"realm": "a"})]
+    assert r407.challenges() == [Challenge("X")]
+    assert fastnet.Response(200, headers={"WWW-Authenticate": "Basic"}).challenges() == []
+
+
+# ------------------------------------------------------------------------------------------------ credentials
+
+
+def test_authenticator_credentials_basic():
+    assert Credentials.basic("aladdin", "opensesame") == "Basic YWxhZGRpbjpvcGVuc2VzYW1l"
+    utf8 = Credentials.basic("jürgen", "pässword")
+    latin1 = Credentials.basic("jürgen", "pässword", charset="ISO-8859-1")
+    assert base64.b64decode(utf8[6:]) == "jürgen:pässword".encode()
+    assert base64.b64decode(latin1[6:]) == "jürgen:pässword".encode("latin-1")
+
+
+def test_authenticator_credentials_bad_input():
+    with pytest.raises(ValueError):
+        Credentials.basic("a:b", "pw")
+    with pytest.raises(TypeError):
+        Credentials.basic(None, "pw")  # type: ignore[arg-type]
+    with pytest.raises(UnicodeEncodeError):
+        Credentials.basic("名前", "pw", charset="ascii")
+    assert Credentials.bearer("abc.DEF-123==") == "Bearer abc.DEF-123=="
+    for bad in ("", "a b", "tok\r\nX-Injected: 1", "==="):
+        with pytest.raises(ValueError):
+            Credentials.bearer(bad)
+
+
+def test_authenticator_basic_repr_hides_password():
+    assert "s3cret" not in repr(BasicAuthenticator("alice", "s3cret"))
+
+
+# ------------------------------------------------------------------------------------------------ NONE
+
+
+def test_authenticator_none():
+    assert Authenticator.NONE is NONE
+    assert NONE.authenticate(None, fastnet.Response(401)) is None
+    assert isinstance(NONE, Authenticator) and isinstance(BasicAuthenticator("a", "b"), Authenticator)
+    assert not isinstance(object(), Authenticator)
+    assert pickle.loads(pickle.dumps(NONE)) is NONE
+
+
+def test_authenticator_none_returns_the_401(server):
+    with make_client(authenticator=Authenticator.NONE) as client:
+        server.enqueue(challenge_401())
+        r = client.get(server.url("/"))
+        assert r.status_code == 401 and r.text == "who are you"
+        assert_pool_clean(client)
+
+
+# ------------------------------------------------------------------------------------------------ 401
+
+
+def test_authenticator_401_then_200(server):
+    with make_client(authenticator=BasicAuthenticator("alice", "s3cret")) as client:
+        server.enqueue(challenge_401(), MockResponse(200, body=b"welcome"))
+        r = client.get(server.url("/private"))
+        assert r.text == "welcome"
+        assert [p.status_code for p in r.history] == [401]
+        first, second = server.take_request(), server.take_request()
+        assert first.header("Authorization") is None
+        assert second.header("Authorization") == GOOD
+        assert second.connection_index == first.connection_index
+        assert_pool_clean(client)
+
+
+def test_authenticator_plain_function(server):
+    seen = []
+
+    def auth(route, response):
+        seen.append((route, response.status_code, response.challenges()))
+        return response.request.replace(headers=response.request.headers.set("Authorization", "Bearer t"))
+
+    with make_client(authenticator=auth) as client:
+        server.enqueue(challenge_401("Bearer"), MockResponse(200))
+        assert client.get(server.url("/")).status_code == 200
+        route, status, challenges = seen[0]
+        assert route is not None and status == 401 and challenges == [Challenge("Bearer")]
+        server.take_request()
+        assert server.take_request().header("Authorization") == "Bearer t"
+
+
+def test_authenticator_basic_gives_up_when_refused(server):
+    with make_client(authenticator=BasicAuthenticator("alice", "wrong")) as client:
+        server.dispatcher = lambda rec: challenge_401()
+        r = client.get(server.url("/"))
+        assert r.status_code == 401 and len(r.history) == 1
+        assert server.request_count == 2
+        assert_pool_clean(client)
+
+
+def test_authenticator_basic_gives_up_when_request_already_carries_credentials(server):
+    with make_client(authenticator=BasicAuthenticator("alice", "s3cret")) as client:
+        server.enqueue(challenge_401())
+        r = client.get(server.url("/"), headers={"Authorization": GOOD})
+        assert r.status_code == 401 and server.request_count == 1
+
+
+def test_authenticator_basic_ignores_non_basic_challenges(server):
+    with make_client(authenticator=BasicAuthenticator("alice", "s3cret")) as client:
+        server.enqueue(challenge_401('Bearer realm="api", Digest realm="x", nonce="1"'))
+        r = client.get(server.url("/"))
+        assert r.status_code == 401 and server.request_count == 1
+
+
+def test_authenticator_401_without_www_authenticate(server):
+    with make_client() as client:
+        server.enqueue(challenge_401(None))
+        assert client.get(server.url("/")).status_code == 401
+    with make_client(authenticator=BasicAuthenticator("alice", "s3cret")) as client:
+        server.dispatcher = lambda rec: challenge_401(None)
+        r = client.get(server.url("/"))
+        assert r.status_code == 401 and r.challenges() == []
+        assert len(r.history) == 1  # answered once, then gave up
+        assert_pool_clean(client)
+
+
+def test_authenticator_same_credentials_forever_is_not_a_storm(server):
+    calls = []
+
+    def stubborn(route, response):
+        calls.append(response.status_code)
+        return response.request.replace(headers=response.request.headers.set("Authorization", "Bearer same"))
+
+    with make_client(authenticator=stubborn) as client:
+        server.dispatcher = lambda rec: challenge_401("Bearer")
+        r = client.get(server.url("/"))
+        assert r.status_code == 401
+        assert server.request_count == 2 and len(calls) == 2
+        assert_pool_clean(client)
+
+
+def test_authenticator_new_credentials_forever_stops_at_21(server):
+    counter = iter(range(1000))
+
+    def refreshing(route, response):
+        token = f"Bearer t{next(counter)}"
+        return response.request.replace(headers=response.request.headers.set("Authorization", token))
+
+    with make_client(authenticator=refreshing) as client:
+        server.dispatcher = lambda rec: challenge_401("Bearer")
+        with pytest.raises(ProtocolError, match="Too many follow-up requests: 21"):
+            client.get(server.url("/"))
+        assert server.request_count == 21
+        assert_pool_clean(client)
+
+
+def test_authenticator_that_raises_reaches_caller_unchanged(server):
+    boom = KeyError("token store unavailable")
+
+    def broken(route, response):
+        raise boom
+
+    with make_client(authenticator=broken) as client:
+        server.enqueue(challenge_401(), MockResponse(200))
+        with pytest.raises(KeyError) as info:
+            client.get(server.url("/"))
+        assert info.value is boom
+        pool = client.connection_pool
+        assert pool.connection_count() == 1 and pool.idle_connection_count() == 1  # released, reusable
+        assert client.get(server.url("/")).status_code == 200
+
+
+def test_authenticator_network_error_from_authenticator(server):
+    def broken(route, response):
+        raise fastnet.ConnectError("token endpoint down")
+
+    with make_client(authenticator=broken) as client:
+        server.enqueue(challenge_401())
+        with pytest.raises(fastnet.ConnectError, match="token endpoint down"):
+            client.get(server.url("/"))
+        assert server.request_count == 1
+        assert_pool_clean(client)
+
+
+def test_authenticator_wrong_return_type(server):
+    with make_client(authenticator=lambda route, response: "Basic abc") as client:
+        server.enqueue(challenge_401())
+        with pytest.raises(TypeError, match="expected a fastnet.Request"):
+            client.get(server.url("/"))
+        assert_pool_clean(client)
+
+
+def test_authenticator_one_shot_body_returns_401(server):
+    with make_client(authenticator=BasicAuthenticator("alice", "s3cret")) as client:
+        server.enqueue(challenge_401(), MockResponse(200))
+        r = client.post(server.url("/"), body=iter([b"once"]))
+        assert r.status_code == 401 and server.request_count == 1
+        assert_pool_clean(client)
+
+
+def test_authenticator_replays_replayable_body(server):
+    with make_client(authenticator=BasicAuthenticator("alice", "s3cret")) as client:
+        server.enqueue(challenge_401(), MockResponse(201))
+        assert client.post(server.url("/"), body=b"data").status_code == 201
+        assert server.take_request().body == b"data"
+        again = server.take_request()
+        assert again.body == b"data" and again.header("Authorization") == GOOD
+
+
+def test_authenticator_basic_never_answers_another_origin():
+    with MockServer(host="127.0.0.1") as one, MockServer(host="127.0.0.2") as two:
+        with make_client(authenticator=BasicAuthenticator("alice", "s3cret")) as client:
+            one.enqueue(MockResponse(302, headers={"Location": two.url("/")}))
+            two.enqueue(challenge_401())
+            r = client.get(one.url("/"))
+            assert r.status_code == 401
+            assert two.request_count == 1 and two.take_request().header("Authorization") is None
+        # an explicit origin lets it answer there (and only there)
+        with make_client(authenticator=BasicAuthenticator("alice", "s3cret", origin=two.url("/"))) as client:
+            one.enqueue(MockResponse(302, headers={"Location": two.url("/")}))
+            two.enqueue(challenge_401(), MockResponse(200))
+            assert client.get(one.url("/")).status_code == 200
+            two.take_request()
+            assert two.take_request().header("Authorization") == GOOD
+
+
+# ------------------------------------------------------------------------------------------------ 407
+
+
+def test_authenticator_407_without_proxy_is_a_protocol_error(server):
+    with make_client(proxy_authenticator=BasicAuthenticator("p", "pw")) as client:
+        server.enqueue(MockResponse(407, headers={"Proxy-Authenticate": "Basic"}, body=b"x"))
+        with pytest.raises(ProtocolError, match="407"):
+            client.get(server.url("/"))
+        assert_pool_clean(client)
+
+
+def test_authenticator_407_plain_http_through_http_proxy(server):
+    proxy = fastnet.Proxy.http("127.0.0.1", server.port)
+    auth = BasicAuthenticator("proxyuser", "proxypw")
+    with make_client(proxy=proxy, proxy_authenticator=auth) as client:
+        server.enqueue(
+            MockResponse(407, headers={"Proxy-Authenticate": 'Basic realm="proxy"'}),
+            MockResponse(200, body=b"via proxy"),
+        )
+        r = client.get("http://origin.test/page")
+        assert r.text == "via proxy" and [p.status_code for p in r.history] == [407]
+        first, second = server.take_request(), server.take_request()
+        assert first.target == "http://origin.test/page" and first.header("Proxy-Authorization") is None
+        assert second.header("Proxy-Authorization") == auth.credentials
+        assert second.header("Authorization") is None
+        assert_pool_clean(client)
+
+
+def test_authenticator_407_plain_http_wrong_credentials_returns_407(server):
+    proxy = fastnet.Proxy.http("127.0.0.1", server.port)
+    with make_client(proxy=proxy, proxy_authenticator=BasicAuthenticator("u", "bad")) as client:
+        server.dispatcher = lambda rec: MockResponse(407, headers={"Proxy-Authenticate": "Basic"})
+        r = client.get("http://origin.test/")
+        assert r.status_code == 407 and server.request_count == 2
+        assert_pool_clean(client)
+
+
+def test_authenticator_407_from_origin_inside_tunnel_is_returned():
+    calls = []
+
+    def recording(route, response):
+        calls.append((response.status_code, [c.scheme for c in response.challenges()]))
+        return None
+
+    with MockServer(tls=True) as server:
+        proxy = fastnet.Proxy.http("127.0.0.1", server.port)
+        with make_client(proxy=proxy, proxy_authenticator=recording, verify=server.ca_path) as client:
+            server.enqueue(
+                MockResponse(200, tunnel=True),
+                MockResponse(407, headers={"Proxy-Authenticate": 'Basic realm="origin"'}, body=b"origin 407"),
+            )
+            r = client.get(f"https://127.0.0.1:{server.port}/")
+            assert r.status_code == 407 and r.text == "origin 407"
+            # only the pre-emptive question before CONNECT, never the origin's 407
+            assert calls == [(407, [PREEMPTIVE_SCHEME])]
+            connect, inner = server.take_request(), server.take_request()
+            assert connect.method == "CONNECT" and inner.tls
+            assert_pool_clean(client)
+
+
+def test_authenticator_connect_preemptive_basic_credentials():
+    with MockServer(tls=True) as server:
+        proxy = fastnet.Proxy.http("127.0.0.1", server.port)
+        auth = BasicAuthenticator("proxyuser", "proxypw")
+        with make_client(proxy=proxy, proxy_authenticator=auth, verify=server.ca_path) as client:
+            server.enqueue(MockResponse(200, tunnel=True), MockResponse(200, body=b"secure"))
+            assert client.get(f"https://127.0.0.1:{server.port}/").text == "secure"
+            connect, inner = server.take_request(), server.take_request()
+            assert connect.header("Proxy-Authorization") == auth.credentials
+            assert inner.header("Proxy-Authorization") is None  # never handed to the origin
+
+
+def test_authenticator_connect_refused_credentials_raise_proxy_error():
+    with MockServer(tls=True) as server:
+        proxy = fastnet.Proxy.http("127.0.0.1", server.port)
+        with make_client(
+            proxy=proxy, proxy_authenticator=BasicAuthenticator("u", "bad"), verify=server.ca_path
+        ) as client:
+            server.dispatcher = lambda rec: MockResponse(407, headers={"Proxy-Authenticate": "Basic"})
+            with pytest.raises(ProxyError) as info:
+                client.get(f"https://127.0.0.1:{server.port}/")
+            assert info.value.status_code == 407
+            assert server.request_count == 1  # the pre-emptive credentials were refused: no second try
+            assert_pool_clean(client)
