@@ -1377,6 +1377,7 @@ class RetryAndFollowUpInterceptor:
         follow_ups = 0
         prior = None
         recovered = None
+        call.finder = None  # a new hop plans its routes afresh; only failure recovery keeps the planner
         while True:
             if call.canceled:
                 raise call.canceled_error(request)
@@ -1427,8 +1428,7 @@ class RetryAndFollowUpInterceptor:
             if call.events is not None:
                 call.events.follow_up_decision(call, response, follow_up)
             prior = response._stripped()
-            if not follow_up.url.same_origin(request.url):
-                call.finder = None
+            call.finder = None
             request = follow_up
 
     def recover(self, exc: NetworkError, call: RealCall, request: Request, chain: RealInterceptorChain) -> bool:
