@@ -45,17 +45,21 @@ class FaultDnsServer:
 
     def __init__(self, host: str = "127.0.0.1") -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.udp = socket.socket(family, socket.SOCK_DGRAM)
-        self.udp.bind((host, 0))
-        self.address: tuple[str, int] = (host, self.udp.getsockname()[1])
-        self.tcp = socket.socket(family, socket.SOCK_STREAM)
-        self.tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            self.tcp.bind(self.address)
-        except OSError:
-            self.udp.close()
-            self.tcp.close()
-            raise
+        # the kernel picks a free UDP port; the same TCP port may be taken, so try a few times
+        for attempt in range(20):
+            self.udp = socket.socket(family, socket.SOCK_DGRAM)
+            self.udp.bind((host, 0))
+            self.address: tuple[str, int] = (host, self.udp.getsockname()[1])
+            self.tcp = socket.socket(family, socket.SOCK_STREAM)
+            self.tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                self.tcp.bind(self.address)
+                break
+            except OSError:
+                self.udp.close()
+                self.tcp.close()
+                if attempt == 19:
+                    raise
         self.tcp.listen(16)
         self.records: dict[tuple[str, str], tuple[int, list[str]]] = {}
         self.faults: dict[str, dict[str, Any]] = {}
