@@ -35,8 +35,8 @@ def discover() -> list:
         extensions.append(Extension(name, [str(rel)]))
     for pxd in sorted(ROOT.glob("fastnet/**/_*_c.pxd")):
         source = pxd.with_name(pxd.name[: -len("_c.pxd")] + "_py.py")
-        if not source.exists():
-            continue
+        if not source.exists() or pxd.with_suffix(".pyx").exists():
+            continue  # a .pyx unit's own declarations, or declarations without a pure source
         rel = pxd.relative_to(ROOT)
         staged = STAGING / rel.with_suffix(".py")
         staged.parent.mkdir(parents=True, exist_ok=True)

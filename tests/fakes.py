@@ -78,3 +78,36 @@ class RecordingEventListener:
 
     def names(self) -> list[str]:
         return [name for name, _ in self.events]
+
+
+def _recording_listener_class() -> type:
+    from fastnet.events import EventListener
+
+    def make(name: str) -> Any:
+        def method(self: Any, *args: Any) -> None:
+            self.events.append((name, args))
+
+        method.__name__ = name
+        return method
+
+    names = [n for n in vars(EventListener) if not n.startswith("_")]
+    namespace: dict[str, Any] = {name: make(name) for name in names}
+
+    def __init__(self: Any) -> None:  # noqa: N807
+        self.events = []
+
+    def event_names(self: Any) -> list[str]:
+        return [name for name, _ in self.events]
+
+    namespace["__init__"] = __init__
+    namespace["names"] = event_names
+    namespace["__doc__"] = (
+        "A real ``fastnet.EventListener`` (accepted by ``Client(event_listener=...)``) recording every event "
+        "as ``(name, args)``; ``names()`` lists the event names in order."
+    )
+    return type("RecordingListener", (EventListener,), namespace)
+
+
+#: An ``EventListener`` subclass that records ``(name, args)`` for every event; see ``names()``.
+RecordingListener: Any = _recording_listener_class()
+__all__.append("RecordingListener")

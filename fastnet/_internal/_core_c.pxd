@@ -3,6 +3,7 @@
 # rebuild: FASTNET_BUILD_ONLY=fastnet._internal._core_c python setup.py build_ext --inplace
 cimport cython
 from fastnet._internal._pool_c cimport RealConnectionPool
+from fastnet._internal.http1._parser_c cimport ResponseParser as CParser
 
 
 cdef str _check_name(object name)
@@ -12,6 +13,8 @@ cdef Headers _headers_from_list(list items)
 cdef Headers _as_headers(object headers)
 cdef bytes _timeval(double seconds)
 cdef str _check_method(object method)
+@cython.locals(new=Request)
+cdef Request _make_request(str method, object url, Headers headers, RequestBody body, object proxy, object tag)
 @cython.locals(exchange=Exchange)
 cdef Exchange _new_exchange(RealCall call, RealConnection connection)
 
@@ -40,14 +43,13 @@ cdef class RequestBody:
 
 
 cdef class Request:
-    cdef public str method
-    cdef public object url
-    cdef public Headers headers
-    cdef public RequestBody body
-    cdef public object proxy
-    cdef public object tag
+    cdef readonly str method
+    cdef readonly object url
+    cdef readonly Headers headers
+    cdef readonly RequestBody body
+    cdef readonly object proxy
+    cdef readonly object tag
 
-    @cython.locals(new=Request)
     cpdef Request with_headers(self, Headers headers)
 
 
@@ -79,7 +81,7 @@ cdef class RealConnection:
     cdef public object recv_into
     cdef public object route
     cdef public object address
-    cdef public object parser
+    cdef public CParser parser
     cdef public bytearray buf
     cdef public object view
     cdef public double idle_at
@@ -120,17 +122,17 @@ cdef class Exchange:
     cpdef write_body(self, RequestBody body)
     @cython.locals(conn=RealConnection, n=Py_ssize_t)
     cpdef Py_ssize_t fill(self, bint in_head) except -1
-    @cython.locals(received=bint, n=Py_ssize_t)
+    @cython.locals(received=bint, n=Py_ssize_t, parser=CParser)
     cpdef object read_head(self, bint head_request, bint expect_continue=*)
-    @cython.locals(call=RealCall, n=Py_ssize_t)
+    @cython.locals(call=RealCall, n=Py_ssize_t, parser=CParser)
     cpdef object read_chunk(self)
     @cython.locals(conn=RealConnection, call=RealCall, remaining=Py_ssize_t, total=Py_ssize_t,
-                   pos=Py_ssize_t, n=Py_ssize_t, out=bytearray)
+                   received=Py_ssize_t, content=bytes, parser=CParser)
     cpdef bytes read_all(self)
     cpdef bytes read_rest(self)
     @cython.locals(conn=RealConnection, reusable=bint)
     cpdef finish(self, bint complete)
-    @cython.locals(conn=RealConnection)
+    @cython.locals(conn=RealConnection, parser=CParser)
     cpdef close_body(self)
     @cython.locals(call=RealCall)
     cpdef object map_error(self, object exc, str phase)

@@ -29,9 +29,10 @@ import struct
 import threading
 import time
 import zlib
+from ssl import SSLSocket as _SSLSocket
 from typing import Any
 
-from fastnet._internal.http1.parser import ResponseParser
+from fastnet._internal.http1.parser import ResponseParser, receive_exact
 from fastnet._version import __version__
 from fastnet.exceptions import (
     CallTimeout,
@@ -39,6 +40,7 @@ from fastnet.exceptions import (
     ConnectionClosedError,
     HTTPStatusError,
     NetworkError,
+    PoolTimeout,
     ProtocolError,
     ReadTimeout,
     TimeoutError,
@@ -78,6 +80,7 @@ PROBE_IDLE_AFTER = 1.0
 DRAIN_TIMEOUT = 0.1
 MAX_FOLLOW_UPS = 20
 _GEVENT = socket.socket.__module__.startswith("gevent")
+_RAW_RECV = socket.socket.recv
 
 _SENSITIVE = frozenset(("authorization", "cookie", "proxy-authorization", "set-cookie"))
 # RFC 9110 §5.6.2: token = 1*tchar; tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." /
@@ -93,6 +96,8 @@ _STATUS_REASONS = {
     500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
     503: "Service Unavailable", 504: "Gateway Timeout",
 }
+# Methods that announce an empty body with ``Content-Length: 0`` (RFC 9110 §8.6).
+_EMPTY_BODY_LENGTH = frozenset(("POST", "PUT", "PATCH"))
 # Statuses RetryAndFollowUp has to look at; everything else is returned at once.
 _FOLLOW_UP_CODES = frozenset((300, 301, 302, 303, 307, 308, 401, 407, 408, 503))
 
@@ -455,46 +460,66 @@ class Request:
 
     def replace(self, **changes: Any) -> Request:
         """A copy with some fields changed: method, url, headers, body, proxy, tag."""
-        new = Request.__new__(Request)
-        new.method = self.method
-        new.url = self.url
-        new.headers = self.headers
-        new.body = self.body
-        new.proxy = self.proxy
-        new.tag = self.tag
+        method = self.method
+        url = self.url
+        headers = self.headers
+        body = self.body
+        proxy = self.proxy
+        tag = self.tag
         for key, value in changes.items():
             if key == "method":
-                new.method = value if value in _KNOWN_METHODS else _check_method(value)
+                method = value if value in _KNOWN_METHODS else _check_method(value)
             elif key == "url":
-                new.url = value if isinstance(value, URL) else URL(value)
+                url = value if isinstance(value, URL) else URL(value)
             elif key == "headers":
-                new.headers = _as_headers(value)
+                headers = _as_headers(value)
             elif key == "body":
-                new.body = value if value is None or isinstance(value, RequestBody) else RequestBody(value)
+                body = value if value is None or isinstance(value, RequestBody) else RequestBody(value)
             elif key == "proxy":
-                new.proxy = value
+                proxy = value
             elif key == "tag":
-                new.tag = value
+                tag = value
             else:
                 raise TypeError(f"Request.replace() got an unexpected keyword argument {key!r}")
-        return new
+        return _make_request(method, url, headers, body, proxy, tag)
 
     def with_headers(self, headers: Headers) -> Request:
         """A copy with other (already validated) headers: the Bridge's fast path."""
-        new = Request.__new__(Request)
-        new.method = self.method
-        new.url = self.url
-        new.headers = headers
-        new.body = self.body
-        new.proxy = self.proxy
-        new.tag = self.tag
-        return new
+        return _make_request(self.method, self.url, headers, self.body, self.proxy, self.tag)
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name)
 
     def __repr__(self) -> str:
         return f"<Request {self.method} {self.url.redacted()}>"
+
+
+def _make_request(method: str, url: Any, headers: Headers, body: Any, proxy: Any, tag: Any) -> Request:
+    """A Request from already validated parts (no checks, no __init__ argument parsing)."""
+    new = Request.__new__(Request)
+    new.method = method
+    new.url = url
+    new.headers = headers
+    new.body = body
+    new.proxy = proxy
+    new.tag = tag
+    return new
+
+
+def _set_once(self: Any, name: str, value: Any) -> None:
+    """Pure build: a Request field can be set while the object is built, never changed afterwards.
+    (The compiled build declares the fields ``readonly`` in the .pxd, which does the same in C.)"""
+    try:
+        getattr(self, name)
+    except AttributeError:
+        object.__setattr__(self, name, value)
+        return
+    raise AttributeError(f"Request is immutable: use request.replace({name}=...) instead of setting {name}")
+
+
+# Compiled functions are not Python functions: that tells the two builds apart from inside the source.
+if type(_set_once).__name__ == "function":
+    Request.__setattr__ = _set_once  # type: ignore[method-assign, assignment]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -795,7 +820,7 @@ class RealConnection:
         self.exchange_count = 0
         self.read_timeout = -1.0
         self.write_timeout = -1.0
-        self.is_tls = is_tls
+        self.is_tls = is_tls or isinstance(sock, _SSLSocket)
         self.pool = None
         self.closed = False
         self.http_proxy = http_proxy
@@ -804,7 +829,10 @@ class RealConnection:
 
     def set_timeouts(self, read_timeout: float, write_timeout: float) -> None:
         sock = self.sock
-        if _GEVENT:
+        if _GEVENT or self.is_tls:
+            # ssl retries a read or write that a kernel timeout interrupted (a blocking socket's
+            # EAGAIN looks like "want read"), forever: TLS sockets need the socket's own timeout,
+            # which serves reads and writes alike (the read timeout)
             t = read_timeout if read_timeout > 0 else None
             if read_timeout != self.read_timeout:
                 sock.settimeout(t)
@@ -823,7 +851,8 @@ class RealConnection:
             return False
         sock = self.sock
         try:
-            data = sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            # the raw socket's recv: SSLSocket.recv refuses flags; a TLS peer's close_notify is data here
+            data = _RAW_RECV(sock, 1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
             return True
         except OSError:
@@ -968,6 +997,9 @@ class Exchange:
             raise self.map_error(exc, "read") from exc
         if n:
             conn.parser.feed(conn.view[:n])
+        elif self.call.canceled:  # cancel() shut the socket down: that is no peer EOF
+            self.failed = True
+            raise self.map_error(CanceledError("canceled"), "read")
         return n
 
     def read_head(self, head_request: bool, expect_continue: bool = False) -> Any:
@@ -995,6 +1027,8 @@ class Exchange:
             if n == 0:
                 self.failed = True
                 self.connection.no_new_exchanges = True
+                if self.call.canceled:
+                    raise self.call.canceled_error(self.request)
                 if not received:
                     raise ConnectionClosedError("unexpected end of stream before the response head")
                 try:
@@ -1019,9 +1053,11 @@ class Exchange:
                     return None
                 if not data:
                     if call.canceled:
-                        raise CanceledError("canceled while reading the response body")
+                        raise self.map_error(CanceledError("canceled while reading the body"), "read")
                     n = self.fill(False)
                     if n == 0:
+                        if call.canceled:
+                            raise call.canceled_error(self.request)
                         parser.feed(b"")
                     continue
             except NetworkError as exc:
@@ -1058,42 +1094,34 @@ class Exchange:
                     self.finish(True)
                     return first
                 return first + self.read_rest()
-            # big body: receive the rest directly into one preallocated buffer
+            # big body: receive the rest straight into the bytes object that becomes the content
             total = len(first) + remaining
-            out = bytearray(total)
-            out[: len(first)] = first
-            view = memoryview(out)
-            pos = len(first)
-            sock = conn.sock
             call = self.call
             try:
-                while pos < total:
-                    n = sock.recv_into(view[pos:])
-                    if n == 0:
-                        parser.skip_body_bytes(pos - len(first))
-                        parser.feed(b"")
-                        parser.read_body()
-                        raise ProtocolError(f"unexpected end of stream: {total - pos} body bytes missing")
-                    pos += n
-                    if call.canceled:
-                        raise CanceledError("canceled while reading the response body")
+                content, received = receive_exact(conn.recv_into, first, total)
+                if received < total and call.canceled:
+                    raise call.canceled_error(self.request)
+                if received < total:
+                    parser.skip_body_bytes(received - len(first))
+                    parser.feed(b"")
+                    parser.read_body()
+                    raise ProtocolError(f"unexpected end of stream: {total - received} body bytes missing")
+                if call.canceled:
+                    raise CanceledError("canceled while reading the response body")
             except NetworkError as exc:
-                view.release()
                 self.finish(False)
                 self.call.body_failed(exc)
                 raise
             except OSError as exc:
-                view.release()
                 self.finish(False)
                 err = self.map_error(exc, "read")
                 self.call.body_failed(err)
                 raise err from exc
-            view.release()
             parser.skip_body_bytes(remaining)
             self.body_bytes += total
             if parser.read_body() is None:
                 self.finish(True)
-            return bytes(out)
+            return content
         return self.read_rest()
 
     def read_rest(self) -> bytes:
@@ -1495,7 +1523,7 @@ class BridgeInterceptor:
         cookies = None
         if jar is not None:
             cookies = jar.load_for(request.url)
-        if not user._items and body is None and not cookies:
+        if not user._items and body is None and not cookies and request.method not in _EMPTY_BODY_LENGTH:
             network_headers = self.default_headers(request.url)
             gzip_added = True
         else:
@@ -1530,7 +1558,7 @@ class BridgeInterceptor:
             elif "content-length" not in lookup:
                 items = [p for p in items if p[0].lower() != "transfer-encoding"]
                 items.append(("Transfer-Encoding", "chunked"))
-        elif request.method in ("POST", "PUT", "PATCH") and "content-length" not in lookup:
+        elif request.method in _EMPTY_BODY_LENGTH and "content-length" not in lookup:
             items.append(("Content-Length", "0"))
         if "host" not in lookup:
             items.insert(0, ("Host", request.url.host_header))
@@ -1660,6 +1688,11 @@ class CallServerInterceptor:
         response.route = conn.route
         exchange.body_mode = body_mode
         exchange.content_encoding = encoding
+        if keep_alive and request.headers._items:
+            # "Connection: close" in the request ends the connection as surely as in the response
+            connection = request.headers._lookup().get("connection")
+            if connection is not None and "close" in [t.strip() for t in connection.lower().split(",")]:
+                keep_alive = False
         exchange.keep_alive = keep_alive and conn.no_new_exchanges is False
         events = call.events
         if events is not None:
@@ -1761,7 +1794,7 @@ class RealCall:
         except BaseException as exc:
             self.fail(exc)
             if isinstance(exc, NetworkError):
-                if self.canceled and not isinstance(exc, (CanceledError, CallTimeout)):
+                if self.canceled and not isinstance(exc, (CanceledError, CallTimeout, PoolTimeout)):
                     raise self.canceled_error(request) from exc
                 raise exc._locate(request.url, None)
             raise
@@ -1938,17 +1971,10 @@ class ClientCore:
         proxy: Any,
     ) -> Response:
         if headers is None and body is None and json is None and method in _KNOWN_METHODS:
-            request = Request.__new__(Request)
-            request.method = method
             cached = _URL_CACHE.get(url) if isinstance(url, str) else None
-            if cached is not None:
-                request.url = cached
-            else:
-                request.url = url if isinstance(url, URL) else URL(url)
-            request.headers = _EMPTY_HEADERS
-            request.body = None
-            request.proxy = proxy
-            request.tag = None
+            if cached is None:
+                cached = url if isinstance(url, URL) else URL(url)
+            request = _make_request(method, cached, _EMPTY_HEADERS, None, proxy, None)
         else:
             request = Request(method, url, headers, body, json, proxy)
         call = RealCall(self, request)
@@ -1979,6 +2005,8 @@ class ClientCore:
         while True:
             conn = pool.acquire(address)
             if conn is None:
+                if pool.max_per_host > 0 and pool.wait_for_slot(address, call.deadline):
+                    continue  # a call released a connection to this address while we waited
                 break
             if time.monotonic() - conn.idle_at < PROBE_IDLE_AFTER or conn.is_healthy():
                 break

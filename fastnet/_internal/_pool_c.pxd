@@ -31,3 +31,5 @@ cdef class RealConnectionPool:
     cpdef int connection_count(self)
     cpdef int idle_connection_count(self)
     cpdef close(self)
+    @cython.locals(limit=int, wait=double)
+    cpdef bint wait_for_slot(self, object address, double deadline) except -1

@@ -91,6 +91,24 @@ class RealConnectionPool:
                     count = self.counts.get(host, 0)
             self.counts[host] = count + 1
 
+    def wait_for_slot(self, address: Any, deadline: float) -> bool:
+        """Under a per-host limit, wait until ``address`` has an idle connection (True: acquire it) or
+        the host has room for a new one (False). A slot freed by a finished call comes back as an idle
+        connection, and reusing it beats closing it to open another."""
+        limit = self.max_per_host
+        host = address.host
+        with self.cond:
+            while True:
+                if self.idle.get(address):
+                    return True
+                if self.counts.get(host, 0) < limit or self._idle_victim(host) is not None:
+                    return False
+                wait = 3600.0 if deadline <= 0 else deadline - time.monotonic()
+                if wait <= 0:
+                    raise PoolTimeout(f"no connection slot for {host} within the call timeout "
+                                      f"(max_connections_per_host={limit})", phase="connect")
+                self.cond.wait(min(wait, 0.5))
+
     def unreserve(self, host: Any) -> None:
         with self.cond:
             self._decrement(host)

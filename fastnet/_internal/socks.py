@@ -73,7 +73,7 @@ class _Handshake:
     def send(self, data: bytes) -> None:
         try:
             self.sock.sendall(data)
-        except TimeoutError as exc:
+        except (TimeoutError, BlockingIOError) as exc:  # SO_SNDTIMEO/SO_RCVTIMEO give EAGAIN
             raise self._timeout() from exc
         except OSError as exc:
             raise self.error(f"sending the handshake failed: {exc}") from exc
@@ -84,7 +84,7 @@ class _Handshake:
         while got < n:
             try:
                 chunk = self.sock.recv(n - got)
-            except TimeoutError as exc:
+            except (TimeoutError, BlockingIOError) as exc:
                 raise self._timeout() from exc
             except OSError as exc:
                 raise self.error(f"reading the handshake failed: {exc}") from exc

@@ -15,7 +15,8 @@ Line endings: ``CRLF`` and bare ``LF`` are both accepted in the head and in trai
 by ``CRLF`` (as h11 requires).
 """
 
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.unicode cimport PyUnicode_DecodeLatin1
 from libc.string cimport memchr, memcpy, memmove, memcmp
@@ -24,7 +25,7 @@ from libc.stdint cimport int64_t
 
 from fastnet.exceptions import ConnectionClosedError, ProtocolError
 
-__all__ = ["BODY_CHUNKED", "BODY_LENGTH", "BODY_NONE", "BODY_UNTIL_CLOSE", "ResponseParser"]
+__all__ = ["BODY_CHUNKED", "BODY_LENGTH", "BODY_NONE", "BODY_UNTIL_CLOSE", "ResponseParser", "receive_exact"]
 
 BODY_NONE = 0
 BODY_LENGTH = 1
@@ -98,16 +99,6 @@ cdef inline bint _is_ows(char c) noexcept:
     return c == b' ' or c == b'\t'
 
 
-cdef struct HeadInfo:
-    int has_cl
-    const char* cl_ptr     # first Content-Length piece, for the "identical repeats" rule
-    Py_ssize_t cl_len
-    int64_t cl_value
-    int has_te
-    int conn_close
-    int conn_keep_alive
-
-
 cdef class ResponseParser:
     """Incremental HTTP/1.1 response parser: feed bytes, read heads and decoded bodies.
 
@@ -119,21 +110,6 @@ cdef class ResponseParser:
         p.read_body()   # b"hi"
         p.read_body()   # None: complete, ready for the next response
     """
-
-    cdef char* _buf
-    cdef Py_ssize_t _cap
-    cdef Py_ssize_t _start
-    cdef Py_ssize_t _end
-    cdef Py_ssize_t _scan        # resume offset (relative to _start) of the block-end search
-    cdef Py_ssize_t _line        # start (relative) of the current incomplete line
-    cdef bint _eof
-    cdef int _state
-    cdef int _mode
-    cdef int64_t _remaining      # BODY_LENGTH: bytes left; chunked: bytes left in the chunk
-    cdef Py_ssize_t _max_header
-    cdef Py_ssize_t _max_line
-    cdef public list trailers
-    cdef object _ce             # last Content-Encoding value of the block being parsed
 
     def __cinit__(self):
         self._buf = NULL
@@ -192,7 +168,7 @@ cdef class ResponseParser:
         self._end += n
         return 0
 
-    def feed(self, data) -> None:
+    cpdef feed(self, object data):
         """Append received bytes (copied). ``b""`` means the peer closed its side (EOF)."""
         cdef Py_buffer view
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
@@ -204,7 +180,7 @@ cdef class ResponseParser:
         finally:
             PyBuffer_Release(&view)
 
-    def take_buffered(self) -> bytes:
+    cpdef bytes take_buffered(self):
         """Return and forget the bytes received but not consumed (e.g. after a 101 or a CONNECT)."""
         out = PyBytes_FromStringAndSize(self._buf + self._start, self._end - self._start)
         self._start = 0
@@ -220,7 +196,7 @@ cdef class ResponseParser:
             return self._remaining
         return -1
 
-    def skip_body_bytes(self, int64_t n) -> None:
+    cpdef skip_body_bytes(self, int64_t n):
         """Account for ``n`` body bytes the caller received straight from the socket (BODY_LENGTH only)."""
         if self._state != S_LENGTH:
             raise RuntimeError("skip_body_bytes() needs a Content-Length body in progress")
@@ -399,7 +375,7 @@ cdef class ResponseParser:
             p = nl + 1
         return headers
 
-    def read_head(self, bint head_request=False):
+    cpdef object read_head(self, bint head_request=False):
         """Parse the next response head; ``None`` if more bytes are needed. See the module docs."""
         cdef Py_ssize_t avail, end, ln, i
         cdef const char* base
@@ -512,7 +488,7 @@ cdef class ResponseParser:
 
     # -- body -----------------------------------------------------------------------------------------
 
-    def read_body(self):
+    cpdef object read_body(self):
         """Decoded body bytes available now (``b""``: need more), or ``None`` once the body is complete."""
         cdef Py_ssize_t avail = self._end - self._start
         cdef Py_ssize_t n
@@ -677,3 +653,29 @@ cdef class ResponseParser:
         self.trailers = self._header_block(base, ln - 1, &info)
         self._ce = EMPTY
         return 0
+
+
+def receive_exact(recv_into, bytes head, Py_ssize_t total):
+    """Receive a body of ``total`` bytes, ``head`` of which are already in hand, straight into the
+    ``bytes`` object that is returned (no copy after the last ``recv``: this is what lets a big download
+    run at the raw socket's speed). Returns ``(body, received)``; ``received < total`` means EOF.
+
+    The bytes object is written before anyone else can see it, which is the one time that is safe.
+    """
+    cdef Py_ssize_t have = len(head)
+    cdef Py_ssize_t n
+    if have > total:
+        raise ValueError("head is longer than the body")
+    out = PyBytes_FromStringAndSize(NULL, total)
+    cdef char* buf = PyBytes_AS_STRING(out)
+    memcpy(buf, <const char*>head, have)
+    view = PyMemoryView_FromMemory(buf, total, 0x200)  # PyBUF_WRITE
+    try:
+        while have < total:
+            n = recv_into(view[have:])
+            if n == 0:
+                break
+            have += n
+    finally:
+        view.release()
+    return out, have

@@ -1,18 +1,35 @@
-"""HTTP/1.1 response parser, pure-Python twin built on h11 (the oracle for the compiled twin).
+"""HTTP/1.1 response parser, pure-Python twin built on h11's grammar (the oracle for the compiled twin).
 
-Theory of operation: the parser keeps its own buffer of received bytes and hands h11 only complete
-units: a whole response head once its end (the first ``LF [CR] LF``) is in the buffer, then for a
-chunked body each chunk-size line, the chunk data, the ``CRLF`` after it and the trailer block. Before a
-unit goes to h11 the parser applies the checks h11 does not make; h11 then decides the syntax (status
-line, header lines, Content-Length and Transfer-Encoding values, chunk lines) and decodes chunked data.
-Each exchange gets a fresh ``h11.Connection(h11.CLIENT)`` that "sent" a synthetic ``GET``/``HEAD`` (which
-proposes an upgrade so that a ``101`` is accepted); a fresh one rather than ``start_next_cycle()``
-because h11 refuses to reuse a connection after an HTTP/1.0 response, which we allow with
-``Connection: keep-alive``. Content-Length and until-close bodies are counted here: h11 has nothing to
-check in them, and :meth:`ResponseParser.skip_body_bytes` needs to move the count without the bytes.
+Theory of operation: received bytes are appended (copied) to one ``bytearray``; ``_pos`` is the offset
+of the first unconsumed byte. Consuming only moves ``_pos``; :meth:`ResponseParser.feed` drops the
+consumed prefix before appending, so the buffer never grows with consumed bytes and nothing is copied
+per call on the hot path except the bytes handed out.
 
-Header names and values are taken from the raw lines h11 accepted (h11 lowercases names, drops
-repeated Content-Length headers and lowercases Transfer-Encoding; we keep what was received).
+The grammar is h11's (``h11._abnf``; pinned in ``tests/test_http1_parser.py``), applied without h11's
+connection state machine, which cost ~30 µs per response. Once the end of a head (the first
+``LF [CR] LF``) is in the buffer, the whole head is decoded once (latin-1) and parsed in one go:
+
+* the status line: one match of h11's ``status_line`` rule (plus ``\\r?\\n``), with a shortcut for the
+  literal ``HTTP/1.1 200 OK`` line;
+* the header lines: one ``findall`` over the header block of ``^field-name ":" OWS field-value OWS
+  [CR]$``, where field-name is h11's ``field_name`` and the value uses an equivalent form of h11's
+  ``field_value`` that the regex engine runs faster (same language; a test checks every byte value
+  against h11's own compiled regex). If the number of matches differs from the number of lines, some
+  line is bad and the slow path below finds it;
+* the framing headers (Content-Length, Transfer-Encoding, Connection, Content-Encoding) are picked out
+  of the validated block with one more ``findall``. Anything unusual (a repeated Content-Length or
+  Transfer-Encoding, a Content-Length list or long number, a Transfer-Encoding other than ``chunked``)
+  goes to the slow path.
+
+The slow path (also used for trailers and heads longer than ``max_line_size``) checks the lines in
+h11's order (our line-length and obs-fold rules, then h11's ``header_field`` regex on each line, then
+h11's Content-Length and Transfer-Encoding rules from ``h11._headers.normalize_and_validate``) and
+raises the first error with the offending line quoted. Bodies are
+sliced out of the buffer: Content-Length and until-close bodies by count, chunked bodies with h11's
+``chunk_header`` regex matched in place on each size line.
+
+Header names and values are returned as received (h11 lowercases names, drops repeated Content-Length
+headers and lowercases Transfer-Encoding; we keep what was received).
 
 Stricter than h11 (also in the compiled twin; see ``DELIBERATE_DIFFERENCES`` in the test corpus):
 HTTP versions other than 1.0/1.1, obs-fold continuation lines, both Content-Length and
@@ -33,7 +50,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import h11
+# h11's private grammar (h11 0.14-0.16; tests/test_http1_parser.py fails loudly if these move).
+from h11._abnf import OWS, field_name, header_field, status_line
+from h11._headers import CONTENT_LENGTH_MAX_DIGITS
+from h11._readers import chunk_header_re
 
 from fastnet.exceptions import ConnectionClosedError, ProtocolError
 
@@ -46,41 +66,137 @@ BODY_UNTIL_CLOSE = 3
 
 _MAX_INT64 = (1 << 63) - 1
 
-_READY = 0
+# parser states
+_READY = 0  # between responses: read_head may be called, read_body returns None
 _LENGTH = 1
-_CHUNKED = 2
-_UNTIL_CLOSE = 3
-_ERROR = 4
+_CH_SIZE = 2
+_CH_DATA = 3
+_CH_CRLF = 4
+_TRAILERS = 5
+_UNTIL_CLOSE = 6
+_ERROR = 7
 
-# chunked sub-states
-_CH_SIZE = 0
-_CH_DATA = 1
-_CH_CRLF = 2
-_CH_TRAILERS = 3
+_V10 = "1.0"
+_V11 = "1.1"
+_EMPTY = ""
 
-_LF = b"\n"
+# Patterns run on latin-1 text; re.ASCII makes \s mean [ \t\n\r\f\v] exactly as in h11's bytes regexes.
+_A = re.ASCII
+
+# Block end: the first blank line (h11's ReceiveBuffer rule), searched in the raw buffer.
 _BLOCK_END = re.compile(rb"\n\r?\n")
-_HEX_PREFIX = re.compile(rb"[0-9A-Fa-f]+")
-# Only used to find which line to quote when h11 rejects a block (h11 decides; this explains).
-_HEADER_LINE = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+:[ \t]*(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?[ \t]*")
+
+# status-line = HTTP-version SP status-code [SP reason-phrase], then the line end h11 strips.
+_STATUS = re.compile(status_line + r"\r?\n", _A)
+_STATUS_200 = "HTTP/1.1 200 OK\r\n"
+
+# One header line of a block, terminators excluded (h11 strips one CR). h11's rule is
+#   header-field = field-name ":" OWS field-value OWS
+#   field-value  = [ field-vchar *( 1*( SP / HTAB ) field-vchar ) ]   ; field-vchar = [^\x00\s]
+# The value form below matches the same strings and captures the same value (it spells [^\x00\s] and
+# "field-vchar or SP/HTAB" as byte ranges, which the regex engine checks much faster than h11's nested
+# repeat); tests compare it with h11's compiled header_field_re byte by byte.
+_VCHAR = r"[\x01-\x08\x0e-\x1f\x21-\xff]"
+_VCHAR_OR_WS = r"[\x01-\x09\x0e-\xff]"
+_FIELD_LINES = re.compile(
+    rf"^({field_name}):{OWS}((?:{_VCHAR}(?:{_VCHAR_OR_WS}*{_VCHAR})?)?){OWS}\r?$", re.MULTILINE | _A
+)
+# h11's own rule, for the slow path (one line at a time).
+_FIELD_LINE = re.compile(header_field, _A)
+# The framing headers' lines of a validated block (starting at the LF before the first header line).
+_FRAMING = re.compile(
+    r"\n(content-length|transfer-encoding|connection|content-encoding):[ \t]*([^\r\n]*?)[ \t]*\r?(?=\n)",
+    re.IGNORECASE | _A,
+)
+_DIGITS = re.compile(r"[0-9]*", _A)
+_HEX_DIGITS = re.compile(rb"[0-9A-Fa-f]*")
 
 
-def _quote(data: bytes | bytearray) -> str:
+def _quote(data: bytes | bytearray | str) -> str:
     """Render an offending line for an error message: repr of its latin-1 text, at most 80 characters."""
-    text = bytes(data).decode("latin-1")
+    text = data if isinstance(data, str) else bytes(data).decode("latin-1")
     if len(text) > 80:
         return repr(text[:80]) + "..."
     return repr(text)
 
 
-def _split_lines(block: bytes) -> list[bytes]:
-    """Lines of a block ending in a blank line, terminators (``LF`` or ``CRLF``) removed."""
-    lines = block.split(b"\n")[:-2]
-    return [line[:-1] if line.endswith(b"\r") else line for line in lines]
+class _Fields:
+    """What the slow path found in a header or trailer block."""
+
+    __slots__ = ("headers", "length", "chunked", "close", "keep_alive", "encoding")
+
+    def __init__(self) -> None:
+        self.headers: list[tuple[str, str]] = []
+        self.length = -1
+        self.chunked = False
+        self.close = False
+        self.keep_alive = False
+        self.encoding = _EMPTY
 
 
-def _ows_tokens(value: str) -> list[str]:
-    return [part.strip(" \t").lower() for part in value.split(",")]
+def _parse_fields(block: str, what: str, max_line: int) -> _Fields:
+    """Parse header lines one by one (``block``: the lines, last terminator excluded); raise the first error.
+
+    The checks come in h11's order, each over all lines before the next: line length and obs-fold (our
+    stricter rules, checked before h11 would unfold), h11's ``header_field``, then the framing rules of
+    ``h11._headers.normalize_and_validate`` for Content-Length and Transfer-Encoding.
+    """
+    lines = [line[:-1] if line.endswith("\r") else line for line in block.split("\n")]
+    for line in lines:
+        if len(line) > max_line:
+            raise ProtocolError(f"response {what} line longer than {max_line} bytes: {_quote(line)}")
+        if line[:1] in (" ", "\t"):
+            raise ProtocolError(f"Obsolete line folding is not supported: {_quote(line)}")
+    matches = []
+    for line in lines:
+        match = _FIELD_LINE.fullmatch(line)
+        if match is None:
+            raise ProtocolError(f"Invalid header line: {_quote(line)}")
+        matches.append(match)
+    out = _Fields()
+    headers = out.headers
+    seen_length: str | None = None
+    for match in matches:
+        line = match.string
+        name = match.group("field_name")
+        value = match.group("field_value") or _EMPTY
+        headers.append((name, value))
+        lower = name.lower()
+        if lower == "content-length":
+            # Content-Length = 1*DIGIT; h11 also takes a list of identical values ("5, 5")
+            pieces = [piece.strip(" \t") for piece in value.split(",")]
+            first = pieces[0]
+            for piece in pieces[1:]:
+                if piece != first:
+                    raise ProtocolError(f"Conflicting Content-Length: {_quote(line)}")
+            if not first or len(first) > CONTENT_LENGTH_MAX_DIGITS:
+                raise ProtocolError(f"Invalid Content-Length: {_quote(line)}")
+            digits = _DIGITS.match(first).group()  # type: ignore[union-attr]  # [0-9]* always matches
+            if digits and int(digits) > _MAX_INT64:
+                raise ProtocolError(f"Content-Length too large: {_quote(line)}")
+            if len(digits) != len(first):
+                raise ProtocolError(f"Invalid Content-Length: {_quote(line)}")
+            if seen_length is None:
+                seen_length = first
+                out.length = int(first)
+            elif first != seen_length:
+                raise ProtocolError(f"Conflicting Content-Length: {_quote(line)}")
+        elif lower == "transfer-encoding":
+            if out.chunked:
+                raise ProtocolError(f"Multiple Transfer-Encoding headers: {_quote(line)}")
+            if value.lower() != "chunked":
+                raise ProtocolError(f"Unsupported Transfer-Encoding: {_quote(line)}")
+            out.chunked = True
+        elif lower == "connection":
+            for token in value.split(","):
+                token = token.strip(" \t").lower()
+                if token == "close":
+                    out.close = True
+                elif token == "keep-alive":
+                    out.keep_alive = True
+        elif lower == "content-encoding":
+            out.encoding = value
+    return out
 
 
 class ResponseParser:
@@ -97,13 +213,12 @@ class ResponseParser:
 
     __slots__ = (
         "_buf",
+        "_pos",
+        "_scan",
         "_eof",
         "_state",
         "_mode",
         "_remaining",
-        "_chunk_state",
-        "_chunk_left",
-        "_conn",
         "_max_header",
         "_max_line",
         "trailers",
@@ -115,28 +230,41 @@ class ResponseParser:
         self._max_header = max_header_size
         self._max_line = max_line_size
         self._buf = bytearray()
+        self._pos = 0  # first unconsumed byte of _buf
+        self._scan = 0  # resume offset (relative to _pos) of the block-end search
         self._eof = False
         self._state = _READY
         self._mode = BODY_NONE
-        self._remaining = -1
-        self._chunk_state = _CH_SIZE
-        self._chunk_left = 0
-        self._conn: h11.Connection | None = None
+        self._remaining = -1  # BODY_LENGTH: bytes left; chunked: bytes left in the chunk
         self.trailers: list[tuple[str, str]] = []
 
     # -- buffer -----------------------------------------------------------------------------------
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Append received bytes (copied). ``b""`` means the peer closed its side (EOF)."""
-        if len(data) == 0:
+        if not data:
             self._eof = True
-        else:
-            self._buf += data
+            return
+        buf = self._buf
+        if self._pos:
+            # drop what was consumed (at most the unconsumed tail moves; usually nothing is left)
+            del buf[: self._pos]
+            self._pos = 0
+        buf += data
 
     def take_buffered(self) -> bytes:
         """Return and forget the bytes received but not consumed (e.g. after a 101 or a CONNECT)."""
-        out = bytes(self._buf)
-        self._buf.clear()
+        buf = self._buf
+        pos = self._pos
+        self._scan = 0
+        if pos >= len(buf):
+            if buf:
+                buf.clear()
+                self._pos = 0
+            return b""
+        out = bytes(buf[pos:])
+        buf.clear()
+        self._pos = 0
         return out
 
     @property
@@ -148,7 +276,7 @@ class ResponseParser:
         """Account for ``n`` body bytes the caller received straight from the socket (BODY_LENGTH only)."""
         if self._state != _LENGTH:
             raise RuntimeError("skip_body_bytes() needs a Content-Length body in progress")
-        if self._buf:
+        if len(self._buf) > self._pos:
             raise RuntimeError("skip_body_bytes() while body bytes are buffered; read_body() them first")
         if n < 0 or n > self._remaining:
             raise ValueError(f"cannot skip {n} bytes, {self._remaining} remain")
@@ -158,329 +286,316 @@ class ResponseParser:
 
     def _fail(self, message: str) -> ProtocolError:
         self._state = _ERROR
-        self._conn = None
         return ProtocolError(message)
+
+    def _find_block_end(self) -> int:
+        """Absolute index just past the first blank line at or after ``_pos``, or -1 if incomplete."""
+        buf = self._buf
+        pos = self._pos
+        match = _BLOCK_END.search(buf, pos + self._scan)
+        if match is None:
+            self._scan = max(0, len(buf) - pos - 2)
+            return -1
+        self._scan = 0
+        return match.end()
 
     def _check_incomplete(self, what: str) -> None:
         buf = self._buf
-        if len(buf) > self._max_header:
+        pos = self._pos
+        if len(buf) - pos > self._max_header:
             raise self._fail(f"response {what} exceed {self._max_header} bytes")
-        line_start = buf.rfind(b"\n") + 1
+        line_start = buf.rfind(b"\n", pos) + 1 or pos
         if len(buf) - line_start > self._max_line + 1:
             raise self._fail(
                 f"response {what} line longer than {self._max_line} bytes: {_quote(buf[line_start:])}"
             )
 
-    def _check_lines(self, lines: list[bytes], what: str) -> None:
-        for line in lines:
-            if len(line) > self._max_line:
-                raise self._fail(f"response {what} line longer than {self._max_line} bytes: {_quote(line)}")
-            if line[:1] in (b" ", b"\t"):
-                raise self._fail(f"Obsolete line folding is not supported: {_quote(line)}")
-
-    def _explain_header_error(self, lines: list[bytes], error: h11.RemoteProtocolError) -> ProtocolError:
-        """Turn h11's verdict on a block of header lines into our message quoting the offending line."""
-        text = str(error)
-        for line in lines:
-            if not _HEADER_LINE.fullmatch(line):
-                return self._fail(f"Invalid header line: {_quote(line)}")
-        for line in lines:
-            name = line.split(b":", 1)[0].lower()
-            if name == b"content-length" and "Content-Length" in text:
-                kind = "Conflicting" if "conflicting" in text else "Invalid"
-                # quote the first line that is bad or differs from the first one
-                first = None
-                for other in lines:
-                    if other.split(b":", 1)[0].lower() != b"content-length":
-                        continue
-                    pieces = {p.strip(b" \t") for p in other.split(b":", 1)[1].split(b",")}
-                    if len(pieces) != 1 or first is not None and pieces != first:
-                        return self._fail(f"Conflicting Content-Length: {_quote(other)}")
-                    if not re.fullmatch(rb"[0-9]{1,20}", next(iter(pieces))):
-                        return self._fail(f"Invalid Content-Length: {_quote(other)}")
-                    first = pieces
-                return self._fail(f"{kind} Content-Length: {_quote(line)}")
-            if name == b"transfer-encoding" and "Transfer-Encoding" in text:
-                kind = (
-                    "Multiple Transfer-Encoding headers"
-                    if "multiple" in text
-                    else "Unsupported Transfer-Encoding"
-                )
-                return self._fail(f"{kind}: {_quote(line)}")
-        return self._fail(f"Invalid response head ({text})")
-
     # -- head -------------------------------------------------------------------------------------
 
     def read_head(self, head_request: bool = False) -> tuple[Any, ...] | None:
         """Parse the next response head; ``None`` if more bytes are needed. See the module docs."""
-        if self._state == _LENGTH and self._remaining == 0:
-            self._state = _READY
-        if self._state != _READY:
-            if self._state == _ERROR:
+        state = self._state
+        if state != _READY:
+            if state == _LENGTH and self._remaining == 0:
+                self._state = _READY
+            elif state == _ERROR:
                 raise ProtocolError("the response parser failed earlier; the connection is unusable")
-            raise RuntimeError("read_head() before the previous body was read to its end")
+            else:
+                raise RuntimeError("read_head() before the previous body was read to its end")
         buf = self._buf
-        if buf and buf[0] < 0x21:
-            raise self._fail(f"Unexpected status line: {_quote(buf.split(_LF, 1)[0])}")
-        match = _BLOCK_END.search(buf)
-        if match is None:
+        pos = self._pos
+        if len(buf) > pos and buf[pos] < 0x21:
+            nl = buf.find(b"\n", pos)
+            raise self._fail(f"Unexpected status line: {_quote(buf[pos : nl if nl >= 0 else len(buf)])}")
+        end = self._find_block_end()
+        if end < 0:
             self._check_incomplete("headers")
             if self._eof:
                 self._state = _ERROR
-                if not buf:
+                if len(buf) == pos:
                     raise ConnectionClosedError("unexpected end of stream before the response head")
-                raise ProtocolError(f"unexpected end of stream in the response head: {_quote(buf)}")
+                raise ProtocolError(f"unexpected end of stream in the response head: {_quote(buf[pos:])}")
             return None
-        end = match.end()
-        if end > self._max_header:
+        size = end - pos
+        if size > self._max_header:
             raise self._fail(f"response headers exceed {self._max_header} bytes")
-        block = bytes(buf[:end])
-        lines = _split_lines(block)
-        status_line = lines[0]
-        if len(status_line) > self._max_line:
-            raise self._fail(
-                f"response status line longer than {self._max_line} bytes: {_quote(status_line)}"
-            )
-        header_lines = lines[1:]
-        self._check_lines(header_lines, "header")
+        text = buf[pos:end].decode("latin-1")
+        long_lines = size > self._max_line
 
-        conn = self._conn
-        if conn is None:
-            conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=self._max_header)
-            conn.send(
-                h11.Request(
-                    method="HEAD" if head_request else "GET",
-                    target="/",
-                    headers=[("Host", "x"), ("Connection", "upgrade"), ("Upgrade", "x")],
+        # -- status line
+        if not long_lines and text.startswith(_STATUS_200):
+            status = 200
+            reason = "OK"
+            http11 = True
+            start = 17
+        else:
+            first = text[: text.find("\n")]
+            if first.endswith("\r"):
+                first = first[:-1]
+            if len(first) > self._max_line:
+                raise self._fail(
+                    f"response status line longer than {self._max_line} bytes: {_quote(first)}"
                 )
-            )
-            conn.send(h11.EndOfMessage())
-            self._conn = conn
-        conn.receive_data(block)
-        try:
-            event = conn.next_event()
-        except h11.RemoteProtocolError as exc:
-            text = str(exc)
-            if "status line" in text or "status_code" in text:
-                raise self._fail(f"Unexpected status line: {_quote(status_line)}") from None
-            raise self._explain_header_error(header_lines, exc) from None
-        if not isinstance(event, (h11.Response, h11.InformationalResponse)):  # pragma: no cover
-            raise self._fail(f"Invalid response head: {_quote(status_line)}")
-        del buf[:end]
+            match = _STATUS.match(text)
+            if match is None:
+                raise self._fail(f"Unexpected status line: {_quote(first)}")
+            version, code, reason = match.group("http_version", "status_code", "reason")
+            status = int(code)
+            # h11 accepts any HTTP/x.y; we take 1.0 and 1.1 only. h11 rejects 000-099 (not 1xx..9xx).
+            if (version != _V11 and version != _V10) or status < 100:
+                raise self._fail(f"Unexpected status line: {_quote(first)}")
+            if reason is None:
+                reason = _EMPTY
+            http11 = version == _V11
+            start = match.end()
 
-        if event.http_version not in (b"1.0", b"1.1"):
-            raise self._fail(f"Unexpected status line: {_quote(status_line)}")
-        status = event.status_code
-        headers: list[tuple[str, str]] = []
-        content_length = -1
+        # -- header lines: text[start:stop] (stop: the LF ending the last header line)
+        stop = size - 2 if text[-2] == "\n" else size - 3
+        length = -1
         chunked = False
         close = False
         keep_alive_token = False
-        encoding = ""
-        for line in header_lines:
-            raw_name, _, raw_value = line.partition(b":")
-            name = raw_name.decode("latin-1")
-            value = raw_value.strip(b" \t").decode("latin-1")
-            headers.append((name, value))
-            lower = name.lower()
-            if lower == "content-length":
-                number = int(value.split(",", 1)[0].strip(" \t"))
-                if number > _MAX_INT64:
-                    raise self._fail(f"Content-Length too large: {_quote(line)}")
-                content_length = number
-            elif lower == "transfer-encoding":
-                chunked = True
-            elif lower == "connection":
-                tokens = _ows_tokens(value)
-                close = close or "close" in tokens
-                keep_alive_token = keep_alive_token or "keep-alive" in tokens
-            elif lower == "content-encoding":
-                encoding = value.lower()
-        if content_length >= 0 and chunked:
+        encoding = _EMPTY
+        if stop < start:
+            headers: list[tuple[str, str]] = []
+        else:
+            headers = _FIELD_LINES.findall(text, start, stop)
+            slow = long_lines or len(headers) != text.count("\n", start, stop) + 1
+            if not slow:
+                # the framing headers of the (now validated) block, in order
+                for name, value in _FRAMING.findall(text, start - 1, stop + 1):
+                    kind = len(name)
+                    if kind == 14:  # Content-Length
+                        if length >= 0 or not (value.isdigit() and value.isascii() and len(value) < 19):
+                            slow = True  # repeated, a list, not digits, or maybe too large
+                            break
+                        length = int(value)
+                    elif kind == 10:  # Connection
+                        value = value.lower()
+                        if value == "keep-alive":
+                            keep_alive_token = True
+                        elif value == "close":
+                            close = True
+                        else:
+                            for token in value.split(","):
+                                token = token.strip(" \t")
+                                if token == "close":
+                                    close = True
+                                elif token == "keep-alive":
+                                    keep_alive_token = True
+                    elif kind == 17:  # Transfer-Encoding
+                        if chunked or value.lower() != "chunked":
+                            slow = True
+                            break
+                        chunked = True
+                    else:  # Content-Encoding: the last one counts
+                        encoding = value
+            if slow:
+                try:
+                    fields = _parse_fields(text[start:stop], "header", self._max_line)
+                except ProtocolError:
+                    self._state = _ERROR
+                    raise
+                headers = fields.headers
+                length = fields.length
+                chunked = fields.chunked
+                close = fields.close
+                keep_alive_token = fields.keep_alive
+                encoding = fields.encoding
+        if length >= 0 and chunked:
             raise self._fail("Response has both Content-Length and Transfer-Encoding")
-        if status == 204 and content_length > 0:
-            raise self._fail(f"HTTP 204 had non-zero Content-Length: {content_length}")
+        if status == 204 and length > 0:
+            raise self._fail(f"HTTP 204 had non-zero Content-Length: {length}")
+        self._pos = end
 
-        http11 = event.http_version == b"1.1"
         keep_alive = not close and (http11 or keep_alive_token)
-        self.trailers = []
+        if self.trailers:
+            self.trailers = []
         self._remaining = -1
         if status < 200:
             mode = BODY_NONE
             if status == 101:
                 keep_alive = False
-                self._conn = None
-        elif head_request or status in (204, 304):
+        elif head_request or status == 204 or status == 304:
             mode = BODY_NONE
-            self._conn = None
         elif chunked:
             mode = BODY_CHUNKED
-            self._state = _CHUNKED
-            self._chunk_state = _CH_SIZE
-        elif content_length >= 0:
+            self._state = _CH_SIZE
+        elif length >= 0:
             mode = BODY_LENGTH
-            self._remaining = content_length
+            self._remaining = length
             self._state = _LENGTH
-            self._conn = None
         else:
             mode = BODY_UNTIL_CLOSE
             keep_alive = False
             self._state = _UNTIL_CLOSE
-            self._conn = None
         self._mode = mode
-        reason = bytes(event.reason).decode("latin-1")
-        return (
-            status,
-            reason,
-            "1.1" if http11 else "1.0",
-            headers,
-            mode,
-            content_length,
-            keep_alive,
-            encoding,
-        )
+        if encoding:
+            encoding = encoding.lower()
+        return (status, reason, _V11 if http11 else _V10, headers, mode, length, keep_alive, encoding)
 
     # -- body -------------------------------------------------------------------------------------
 
     def read_body(self) -> bytes | None:
         """Decoded body bytes available now (``b""``: need more), or ``None`` once the body is complete."""
         state = self._state
-        buf = self._buf
         if state == _LENGTH:
-            if self._remaining == 0:
+            remaining = self._remaining
+            if remaining == 0:
                 self._state = _READY
                 return None
-            if not buf:
+            buf = self._buf
+            pos = self._pos
+            avail = len(buf) - pos
+            if avail <= 0:
                 if self._eof:
-                    raise self._fail(f"unexpected end of stream: {self._remaining} body bytes missing")
+                    raise self._fail(f"unexpected end of stream: {remaining} body bytes missing")
                 return b""
-            n = min(len(buf), self._remaining)
-            out = bytes(buf[:n])
-            del buf[:n]
-            self._remaining -= n
+            if avail <= remaining:
+                out = bytes(buf[pos:]) if pos else bytes(buf)
+                self._pos = len(buf)
+                self._remaining = remaining - avail
+            else:
+                self._pos = end = pos + remaining
+                out = bytes(buf[pos:end])
+                self._remaining = 0
             return out
         if state == _READY:
             return None
         if state == _UNTIL_CLOSE:
-            if not buf:
+            buf = self._buf
+            pos = self._pos
+            if len(buf) <= pos:
                 if self._eof:
                     self._state = _READY
                     return None
                 return b""
-            out = bytes(buf)
-            buf.clear()
+            out = bytes(buf[pos:]) if pos else bytes(buf)
+            self._pos = len(buf)
             return out
         if state == _ERROR:
             raise ProtocolError("the response parser failed earlier; the connection is unusable")
         return self._read_chunked()
 
-    def _h11(self, data: bytes) -> Any:
-        conn = self._conn
-        assert conn is not None
-        conn.receive_data(data)
-        try:
-            return conn.next_event()
-        except h11.RemoteProtocolError as exc:
-            raise self._fail(f"Invalid chunked body ({exc})") from None
-
     def _read_chunked(self) -> bytes | None:
         buf = self._buf
-        out: list[bytes] = []
+        first: bytes | None = None
+        pieces: list[bytes] | None = None
         done = False
         while True:
-            sub = self._chunk_state
-            if sub == _CH_DATA:
-                if not buf:
+            pos = self._pos
+            avail = len(buf) - pos
+            state = self._state
+            if state == _CH_DATA:
+                if avail <= 0:
                     break
-                n = min(len(buf), self._chunk_left)
-                event = self._h11(bytes(buf[:n]))
-                del buf[:n]
-                assert isinstance(event, h11.Data)
-                out.append(bytes(event.data))
-                self._chunk_left -= n
-                if self._chunk_left == 0:
-                    self._chunk_left = 2
-                    self._chunk_state = _CH_CRLF
-            elif sub == _CH_CRLF:
-                if not buf:
+                n = min(avail, self._remaining)
+                piece = bytes(buf[pos : pos + n])
+                if first is None:
+                    first = piece
+                else:
+                    if pieces is None:
+                        pieces = [first]
+                    pieces.append(piece)
+                self._pos = pos + n
+                self._remaining -= n
+                if self._remaining == 0:
+                    self._state = _CH_CRLF
+            elif state == _CH_CRLF:
+                # chunk = chunk-size [ chunk-ext ] CRLF chunk-data CRLF
+                if avail >= 1 and buf[pos] != 13:
+                    raise self._fail(f"Chunk data not followed by CRLF: {_quote(buf[pos : pos + 2])}")
+                if avail >= 2 and buf[pos + 1] != 10:
+                    raise self._fail(f"Chunk data not followed by CRLF: {_quote(buf[pos : pos + 2])}")
+                if avail < 2:
                     break
-                expected = b"\r\n"[2 - self._chunk_left :]
-                piece = bytes(buf[: len(expected)])
-                if piece != expected[: len(piece)]:
-                    raise self._fail(f"Chunk data not followed by CRLF: {_quote(piece)}")
-                self._h11(piece)  # h11 checks the same and returns NEED_DATA
-                del buf[: len(piece)]
-                self._chunk_left -= len(piece)
-                if self._chunk_left == 0:
-                    self._chunk_state = _CH_SIZE
-            elif sub == _CH_SIZE:
-                nl = buf.find(b"\n")
+                self._pos = pos + 2
+                self._state = _CH_SIZE
+            elif state == _CH_SIZE:
+                nl = buf.find(b"\n", pos)
                 if nl < 0:
-                    if len(buf) > self._max_line + 1:
-                        raise self._fail(f"chunk size line longer than {self._max_line} bytes: {_quote(buf)}")
+                    if avail > self._max_line + 1:
+                        raise self._fail(
+                            f"chunk size line longer than {self._max_line} bytes: {_quote(buf[pos:])}"
+                        )
                     break
-                line = bytes(buf[:nl])
-                if not line.endswith(b"\r"):
-                    raise self._fail(f"Invalid chunk size line: {_quote(line)}")
-                line = line[:-1]
-                if len(line) > self._max_line:
-                    raise self._fail(f"chunk size line longer than {self._max_line} bytes: {_quote(line)}")
-                digits = _HEX_PREFIX.match(line)
-                if digits is not None and len(digits.group()) <= 20 and int(digits.group(), 16) > _MAX_INT64:
-                    raise self._fail(f"Chunk size too large: {_quote(line)}")
-                conn = self._conn
-                assert conn is not None
-                conn.receive_data(bytes(buf[: nl + 1]))
-                try:
-                    event = conn.next_event()
-                except h11.RemoteProtocolError:
-                    raise self._fail(f"Invalid chunk size line: {_quote(line)}") from None
-                del buf[: nl + 1]
-                assert digits is not None
-                size = int(digits.group(), 16)
+                if nl == pos or buf[nl - 1] != 13:
+                    raise self._fail(f"Invalid chunk size line: {_quote(buf[pos:nl])}")
+                if nl - 1 - pos > self._max_line:
+                    raise self._fail(
+                        f"chunk size line longer than {self._max_line} bytes: {_quote(buf[pos : nl - 1])}"
+                    )
+                # h11: chunk-size = 1*20HEXDIG, then ";" anything, OWS, CRLF (matched in place)
+                match = chunk_header_re.fullmatch(buf, pos, nl + 1)
+                if match is None:
+                    digits = _HEX_DIGITS.match(buf, pos).group()  # type: ignore[union-attr]
+                    if digits and int(digits, 16) > _MAX_INT64:
+                        raise self._fail(f"Chunk size too large: {_quote(buf[pos : nl - 1])}")
+                    raise self._fail(f"Invalid chunk size line: {_quote(buf[pos : nl - 1])}")
+                size = int(match.group("chunk_size"), 16)
+                if size > _MAX_INT64:
+                    raise self._fail(f"Chunk size too large: {_quote(buf[pos : nl - 1])}")
+                self._pos = nl + 1
                 if size == 0:
-                    assert event is h11.NEED_DATA
-                    self._chunk_state = _CH_TRAILERS
+                    self._state = _TRAILERS
+                    self._scan = 0
                 else:
-                    self._chunk_left = size
-                    self._chunk_state = _CH_DATA
-            else:  # _CH_TRAILERS
-                if not buf or buf == b"\r":
+                    self._remaining = size
+                    self._state = _CH_DATA
+            else:  # _TRAILERS: trailer-section CRLF (h11: an empty line, or lines up to a blank line)
+                if avail <= 0 or (avail == 1 and buf[pos] == 13):
                     break
-                if buf[:1] == b"\n" or buf[:2] == b"\r\n":
-                    end = 1 if buf[:1] == b"\n" else 2
-                    lines: list[bytes] = []
-                else:
-                    match = _BLOCK_END.search(buf)
-                    if match is None:
-                        self._check_incomplete("trailers")
-                        break
-                    end = match.end()
-                    if end > self._max_header:
-                        raise self._fail(f"response trailers exceed {self._max_header} bytes")
-                    lines = _split_lines(bytes(buf[:end]))
-                    self._check_lines(lines, "trailer")
-                conn = self._conn
-                assert conn is not None
-                conn.receive_data(bytes(buf[:end]))
+                if buf[pos] == 10:
+                    self._pos = pos + 1
+                    done = True
+                    break
+                if buf[pos] == 13 and buf[pos + 1] == 10:
+                    self._pos = pos + 2
+                    done = True
+                    break
+                end = self._find_block_end()
+                if end < 0:
+                    self._check_incomplete("trailers")
+                    break
+                if end - pos > self._max_header:
+                    raise self._fail(f"response trailers exceed {self._max_header} bytes")
+                text = buf[pos:end].decode("latin-1")
+                stop = len(text) - (2 if text[-2] == "\n" else 3)
                 try:
-                    event = conn.next_event()
-                except h11.RemoteProtocolError as exc:
-                    raise self._explain_header_error(lines, exc) from None
-                assert isinstance(event, h11.EndOfMessage)
-                del buf[:end]
-                trailers = []
-                for line in lines:
-                    raw_name, _, raw_value = line.partition(b":")
-                    trailers.append((raw_name.decode("latin-1"), raw_value.strip(b" \t").decode("latin-1")))
-                self.trailers = trailers
+                    self.trailers = _parse_fields(text[:stop], "trailer", self._max_line).headers
+                except ProtocolError:
+                    self._state = _ERROR
+                    raise
+                self._pos = end
                 done = True
                 break
         if done:
             self._state = _READY
-            self._conn = None
-        if out:
-            return out[0] if len(out) == 1 else b"".join(out)
+            self._scan = 0
+        if pieces is not None:
+            return b"".join(pieces)
+        if first is not None:
+            return first
         if done:
             return None
         if self._eof:

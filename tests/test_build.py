@@ -1,0 +1,197 @@
+"""Which build is running: ``fastnet.compiled`` agrees with the units actually loaded, a compiled build
+loads every ``_c`` twin, and ``_compat.env_flag``/``pick`` implement the FASTNET_* switches."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import fastnet
+from fastnet import _compat
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "fastnet"
+
+
+def _compiled_units() -> list[str]:
+    """Dotted names of every compiled twin in the source tree (``_x_c.pyx`` or ``_x_c.pxd``)."""
+    names = set()
+    for path in list(PACKAGE.rglob("_*_c.pyx")) + list(PACKAGE.rglob("_*_c.pxd")):
+        if path.suffix == ".pxd" and path.with_suffix(".pyx").exists():
+            continue
+        if path.suffix == ".pxd" and not path.with_name(path.stem[:-2] + "_py.py").exists():
+            continue  # a .pxd that only declares a .pyx's C types
+        names.add(".".join(path.relative_to(ROOT).with_suffix("").parts))
+    return sorted(names)
+
+
+def _dispatcher_of(unit: str) -> str:
+    package, _, leaf = unit.rpartition(".")
+    return f"{package}.{leaf[1:-2]}"
+
+
+def _import_all_dispatchers() -> None:
+    for unit in _compiled_units():
+        importlib.import_module(_dispatcher_of(unit))
+
+
+def test_build_units_discovered() -> None:
+    units = _compiled_units()
+    for expected in ("fastnet._internal._core_c", "fastnet._internal._pool_c", "fastnet._internal.http1._parser_c"):
+        assert expected in units
+
+
+def test_build_compiled_flag_matches_loaded_units() -> None:
+    _import_all_dispatchers()
+    expected = bool(_compat.loaded_compiled) and not _compat.missing_compiled and not _compat.NO_EXTENSIONS
+    assert fastnet.compiled is expected
+    if _compat.NO_EXTENSIONS:
+        assert fastnet.compiled is False and not _compat.loaded_compiled
+
+
+def test_build_every_unit_compiled_in_a_compiled_build() -> None:
+    if _compat.NO_EXTENSIONS:
+        pytest.skip("pure-Python build (FASTNET_NO_EXTENSIONS=1)")
+    _import_all_dispatchers()
+    assert fastnet.compiled, f"compiled twins missing: {sorted(_compat.missing_compiled)}"
+    for unit in _compiled_units():
+        module = sys.modules.get(unit)
+        assert module is not None, f"{unit} was not loaded"
+        assert module.__file__ is not None and module.__file__.endswith((".so", ".pyd")), module.__file__
+        assert _dispatcher_of(unit) in _compat.loaded_compiled
+    # the public types are the compiled ones
+    assert fastnet.Headers.__module__ == "fastnet._internal._core_c"
+    assert fastnet.Request.__module__ == "fastnet._internal._core_c"
+    assert type(fastnet.ConnectionPool()._real).__module__ == "fastnet._internal._pool_c"
+
+
+def test_build_pure_units_in_a_pure_build() -> None:
+    if not _compat.NO_EXTENSIONS:
+        pytest.skip("compiled build")
+    _import_all_dispatchers()
+    for unit in _compiled_units():
+        assert unit not in sys.modules
+    assert fastnet.Headers.__module__ == "fastnet._internal._core_py"
+    assert type(fastnet.ConnectionPool()._real).__module__ == "fastnet._internal._pool_py"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, False), ("", False), ("0", False), ("false", False), ("FALSE", False), ("no", False),
+        ("off", False), (" Off ", False), ("1", True), ("true", True), ("yes", True), ("on", True),
+        ("anything", True),
+    ],
+)
+def test_build_env_flag(monkeypatch: pytest.MonkeyPatch, value: str | None, expected: bool) -> None:
+    if value is None:
+        monkeypatch.delenv("FASTNET_TEST_FLAG", raising=False)
+    else:
+        monkeypatch.setenv("FASTNET_TEST_FLAG", value)
+    assert _compat.env_flag("FASTNET_TEST_FLAG") is expected
+
+
+class _Loaders:
+    def __init__(self, c_fails: bool) -> None:
+        self.c_fails = c_fails
+        self.calls: list[str] = []
+        self.c_module = ModuleType("fake_c")
+        self.py_module = ModuleType("fake_py")
+
+    def load_c(self) -> ModuleType:
+        self.calls.append("c")
+        if self.c_fails:
+            raise ImportError("no compiled twin")
+        return self.c_module
+
+    def load_py(self) -> ModuleType:
+        self.calls.append("py")
+        return self.py_module
+
+
+@pytest.fixture
+def fresh_compat(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_compat, "loaded_compiled", set())
+    monkeypatch.setattr(_compat, "missing_compiled", set())
+
+
+def _mode(monkeypatch: pytest.MonkeyPatch, *, no: bool, require: bool) -> None:
+    monkeypatch.setattr(_compat, "NO_EXTENSIONS", no)
+    monkeypatch.setattr(_compat, "REQUIRE_EXTENSIONS", require)
+
+
+def test_build_pick_prefers_compiled(monkeypatch: pytest.MonkeyPatch, fresh_compat: None) -> None:
+    _mode(monkeypatch, no=False, require=False)
+    loaders = _Loaders(c_fails=False)
+    assert _compat.pick("unit.a", loaders.load_c, loaders.load_py) is loaders.c_module
+    assert loaders.calls == ["c"]
+    assert _compat.loaded_compiled == {"unit.a"} and not _compat.missing_compiled
+
+
+def test_build_pick_falls_back_to_pure(monkeypatch: pytest.MonkeyPatch, fresh_compat: None) -> None:
+    _mode(monkeypatch, no=False, require=False)
+    loaders = _Loaders(c_fails=True)
+    assert _compat.pick("unit.b", loaders.load_c, loaders.load_py) is loaders.py_module
+    assert loaders.calls == ["c", "py"]
+    assert _compat.missing_compiled == {"unit.b"} and not _compat.loaded_compiled
+
+
+def test_build_pick_require_extensions_raises(monkeypatch: pytest.MonkeyPatch, fresh_compat: None) -> None:
+    _mode(monkeypatch, no=False, require=True)
+    loaders = _Loaders(c_fails=True)
+    with pytest.raises(ImportError, match="no compiled twin"):
+        _compat.pick("unit.c", loaders.load_c, loaders.load_py)
+    assert loaders.calls == ["c"]
+    ok = _Loaders(c_fails=False)
+    assert _compat.pick("unit.d", ok.load_c, ok.load_py) is ok.c_module
+
+
+def test_build_pick_no_extensions_never_tries_compiled(monkeypatch: pytest.MonkeyPatch, fresh_compat: None) -> None:
+    _mode(monkeypatch, no=True, require=False)
+    loaders = _Loaders(c_fails=False)
+    assert _compat.pick("unit.e", loaders.load_c, loaders.load_py) is loaders.py_module
+    assert loaders.calls == ["py"]
+    assert not _compat.loaded_compiled and not _compat.missing_compiled
+
+
+def _python(code: str, **env: str) -> str:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("FASTNET_")}
+    environment.update(env)
+    environment["PYTHONPATH"] = str(ROOT)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            env=environment, cwd=str(ROOT))
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+_REPORT = (
+    "import fastnet, fastnet._compat as c, fastnet._internal.core as core; "
+    "print(fastnet.compiled, c.NO_EXTENSIONS, c.REQUIRE_EXTENSIONS, core.implementation.__name__)"
+)
+
+
+def test_build_no_extensions_environment_variable() -> None:
+    assert _python(_REPORT, FASTNET_NO_EXTENSIONS="1") == "False True False fastnet._internal._core_py"
+
+
+def test_build_no_extensions_wins_over_require() -> None:
+    out = _python(_REPORT, FASTNET_NO_EXTENSIONS="1", FASTNET_REQUIRE_EXTENSIONS="1")
+    assert out == "False True False fastnet._internal._core_py"
+
+
+def test_build_require_extensions_in_compiled_tree() -> None:
+    if not list(PACKAGE.rglob("_core_c*.so")):
+        pytest.skip("no compiled modules built in this tree")
+    out = _python(_REPORT, FASTNET_REQUIRE_EXTENSIONS="1")
+    assert out == "True False True fastnet._internal._core_c"
+
+
+def test_build_off_values_mean_off() -> None:
+    out = _python("import fastnet._compat as c; print(c.NO_EXTENSIONS)", FASTNET_NO_EXTENSIONS="off")
+    assert out == "False"

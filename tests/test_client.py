@@ -1,0 +1,265 @@
+"""Client: option validation, siblings from with_options, lifecycle, the request methods and Call."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import fastnet
+from fastnet.testing import MockResponse, MockServer
+
+
+@pytest.fixture
+def server() -> Iterator[MockServer]:
+    with MockServer() as s:
+        yield s
+
+
+@pytest.fixture
+def client() -> Iterator[fastnet.Client]:
+    with fastnet.Client(trust_env=False, read_timeout=5, connect_timeout=5) as c:
+        yield c
+
+
+# -- options --------------------------------------------------------------------------------------
+
+
+def test_client_defaults() -> None:
+    with fastnet.Client() as c:
+        assert c.connect_timeout == 10 and c.read_timeout == 10 and c.write_timeout == 10
+        assert c.call_timeout is None and c.follow_redirects is True and c.verify is True
+        assert c.retry_on_connection_failure is True
+        assert isinstance(c.connection_pool, fastnet.ConnectionPool)
+
+
+def test_client_accepts_every_documented_option() -> None:
+    pool = fastnet.ConnectionPool()
+    with fastnet.Client(
+        connect_timeout=1, read_timeout=2.5, write_timeout=None, call_timeout=30,
+        follow_redirects=False, follow_ssl_redirects=False, retry_on_connection_failure=False,
+        proxy=None, proxy_selector=None, authenticator=None, proxy_authenticator=None,
+        dns=None, interceptors=(), network_interceptors=[], cookie_jar=fastnet.MemoryCookieJar(),
+        connection_pool=pool, event_listener=fastnet.EventListener(), verify=False,
+    ) as c:
+        assert c.connection_pool is pool and c.read_timeout == 2.5 and c.write_timeout is None
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "names"),
+    [
+        ({"bogus": 1}, TypeError, "bogus"),
+        ({"connect_timeout": -1}, ValueError, "connect_timeout"),
+        ({"read_timeout": "5"}, TypeError, "read_timeout"),
+        ({"write_timeout": float("nan")}, ValueError, "write_timeout"),
+        ({"call_timeout": True}, TypeError, "call_timeout"),
+        ({"read_timeout": 1e12}, ValueError, "read_timeout"),
+        ({"follow_redirects": "yes"}, TypeError, "follow_redirects"),
+        ({"follow_ssl_redirects": 1}, TypeError, "follow_ssl_redirects"),
+        ({"retry_on_connection_failure": None}, TypeError, "retry_on_connection_failure"),
+        ({"max_follow_ups": -1}, ValueError, "max_follow_ups"),
+        ({"proxy": 8080}, TypeError, "proxy"),
+        ({"proxy_selector": object()}, TypeError, "proxy_selector"),
+        ({"authenticator": 5}, TypeError, "authenticator"),
+        ({"proxy_authenticator": 5}, TypeError, "proxy_authenticator"),
+        ({"dns": 5}, TypeError, "dns"),
+        ({"interceptors": "abc"}, TypeError, "interceptors"),
+        ({"interceptors": [5]}, TypeError, "interceptors"),
+        ({"network_interceptors": [object()]}, TypeError, "network_interceptors"),
+        ({"cookie_jar": object()}, TypeError, "cookie_jar"),
+        ({"connection_pool": object()}, TypeError, "connection_pool"),
+        ({"event_listener": object()}, TypeError, "event_listener"),
+        ({"event_listener_factory": 5}, TypeError, "event_listener_factory"),
+        ({"verify": 5}, TypeError, "verify"),
+        ({"verify": "/no/such/ca.pem"}, ValueError, "verify"),
+        ({"max_connections_per_host": 0}, ValueError, "max_connections_per_host"),
+        ({"max_connections_per_host": "2"}, TypeError, "max_connections_per_host"),
+        ({"user_agent": 5}, TypeError, "user_agent"),
+        ({"user_agent": "x\r\ny"}, ValueError, "User-Agent"),
+        ({"sensitive_headers": "Authorization"}, TypeError, "sensitive_headers"),
+        ({"happy_eyeballs": "no"}, TypeError, "happy_eyeballs"),
+        ({"trust_env": 0}, TypeError, "trust_env"),
+    ],
+)
+def test_client_options_validated_with_clear_messages(options: dict[str, Any], error: type, names: str) -> None:
+    with pytest.raises(error, match=names):
+        fastnet.Client(**options)
+
+
+def test_client_pool_and_per_host_limit_conflict() -> None:
+    with pytest.raises(ValueError, match="max_connections_per_host"):
+        fastnet.Client(connection_pool=fastnet.ConnectionPool(), max_connections_per_host=2)
+
+
+def test_client_unknown_option_in_with_options() -> None:
+    with fastnet.Client() as c, pytest.raises(TypeError, match="nope"):
+        c.with_options(nope=1)
+
+
+def test_client_with_options_validates_too() -> None:
+    with fastnet.Client() as c, pytest.raises(ValueError, match="read_timeout"):
+        c.with_options(read_timeout=-5)
+
+
+def test_client_with_options_shares_pool_and_route_database(server: MockServer) -> None:
+    with fastnet.Client(trust_env=False) as parent:
+        sibling = parent.with_options(read_timeout=3, follow_redirects=False)
+        assert sibling is not parent
+        assert sibling.read_timeout == 3 and parent.read_timeout == 10
+        assert sibling.follow_redirects is False and parent.follow_redirects is True
+        assert sibling.connection_pool is parent.connection_pool
+        assert sibling.route_database is parent.route_database
+        assert sibling.dns is parent.dns
+        server.enqueue(MockResponse(200, body=b"a"), MockResponse(200, body=b"b"))
+        assert parent.get(server.url("/")).content == b"a"
+        assert sibling.get(server.url("/")).content == b"b"
+        # the sibling reused the parent's pooled connection
+        assert server.take_request().connection_index == server.take_request().connection_index
+        assert parent.connection_pool.connection_count() == 1
+
+
+def test_client_with_options_route_options_get_own_route_database() -> None:
+    with fastnet.Client(trust_env=False) as parent:
+        other = parent.with_options(verify=False)
+        assert other.connection_pool is parent.connection_pool
+        assert other.route_database is not parent.route_database
+
+
+def test_client_with_options_own_pool_when_limit_changes() -> None:
+    with fastnet.Client() as parent:
+        limited = parent.with_options(max_connections_per_host=2)
+        assert limited.connection_pool is not parent.connection_pool
+        assert limited.connection_pool.max_connections_per_host == 2
+
+
+def test_client_context_manager_and_close_evict_idle_connections(server: MockServer) -> None:
+    server.enqueue(MockResponse(200))
+    with fastnet.Client(trust_env=False) as c:
+        c.get(server.url("/"))
+        pool = c.connection_pool
+        assert pool.idle_connection_count() == 1
+    assert pool.idle_connection_count() == 0 and pool.connection_count() == 0
+    c.close()  # idempotent
+
+
+def test_client_repr() -> None:
+    with fastnet.Client() as c:
+        assert "fastnet.Client" in repr(c)
+
+
+# -- request methods --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["get", "head", "options", "delete"])
+def test_client_methods_without_body(server: MockServer, client: fastnet.Client, method: str) -> None:
+    server.enqueue(MockResponse(200, body=b"ok"))
+    r = getattr(client, method)(server.url("/m"), headers={"X-A": "1"})
+    rec = server.take_request()
+    assert rec.method == method.upper() and rec.path == "/m" and rec.header("x-a") == "1"
+    assert r.status_code == 200 and r.content == (b"" if method == "head" else b"ok")
+
+
+@pytest.mark.parametrize("method", ["post", "put", "patch"])
+def test_client_methods_with_body_and_json(server: MockServer, client: fastnet.Client, method: str) -> None:
+    server.enqueue(MockResponse(200), MockResponse(200))
+    getattr(client, method)(server.url("/b"), body=b"raw")
+    getattr(client, method)(server.url("/j"), json=[1])
+    rec, rec_json = server.take_request(), server.take_request()
+    assert rec.method == method.upper() and rec.body == b"raw"
+    assert rec_json.body == b"[1]" and rec_json.header("content-type") == "application/json"
+
+
+def test_client_delete_with_body(server: MockServer, client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200))
+    client.delete(server.url("/"), body=b"gone")
+    assert server.take_request().body == b"gone"
+
+
+def test_client_request_any_method(server: MockServer, client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(207, body=b"multi"))
+    r = client.request("PROPFIND", server.url("/dav"), headers=[("Depth", "1")], body="<x/>")
+    rec = server.take_request()
+    assert rec.method == "PROPFIND" and rec.header("depth") == "1" and rec.body == b"<x/>"
+    assert r.status_code == 207 and r.content == b"multi"
+
+
+def test_client_request_accepts_url_object(server: MockServer, client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200))
+    assert client.get(fastnet.URL(server.url("/u"))).status_code == 200
+    assert server.take_request().path == "/u"
+
+
+def test_client_get_reads_the_body_and_pools(server: MockServer, client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, body=b"x" * 200_000))
+    r = client.get(server.url("/"))
+    assert client.connection_pool.idle_connection_count() == 1
+    assert len(r.content) == 200_000
+
+
+def test_client_stream_holds_the_connection_until_closed(server: MockServer, client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, body=b"streamed"))
+    with client.stream("GET", server.url("/")) as r:
+        assert client.connection_pool.idle_connection_count() == 0
+        assert client.connection_pool.connection_count() == 1
+        assert b"".join(r.iter_bytes()) == b"streamed"
+    assert client.connection_pool.idle_connection_count() == 1
+
+
+def test_client_stream_post(server: MockServer, client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, body=b"ok"))
+    with client.stream("POST", server.url("/"), json={"a": 1}) as r:
+        assert r.read() == b"ok"
+    assert server.take_request().body == b'{"a":1}'
+
+
+def test_client_unknown_scheme_rejected(client: fastnet.Client) -> None:
+    with pytest.raises(ValueError, match="scheme"):
+        client.get("ftp://127.0.0.1/")
+
+
+# -- Call ---------------------------------------------------------------------------------------------
+
+
+def test_call_executes_once(server: MockServer, client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, body=b"once"))
+    request = fastnet.Request("POST", server.url("/c"), headers={"X": "1"}, body=b"b")
+    call = client.new_call(request)
+    assert isinstance(call, fastnet.Call)
+    assert call.request is request and not call.is_executed and not call.is_canceled
+    with call.execute() as r:
+        assert r.content == b"once" and r.request.method == "POST"
+    assert call.is_executed
+    with pytest.raises(RuntimeError, match="Already Executed"):
+        call.execute()
+    assert server.request_count == 1
+
+
+def test_call_cancel_before_execute(server: MockServer, client: fastnet.Client) -> None:
+    call = client.new_call(fastnet.Request("GET", server.url("/")))
+    call.cancel()
+    assert call.is_canceled
+    with pytest.raises(fastnet.CanceledError):
+        call.execute()
+    assert server.request_count == 0
+    call.cancel()  # idempotent
+
+
+def test_call_clone_runs_again(server: MockServer, client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, body=b"1"), MockResponse(200, body=b"2"))
+    call = client.new_call(fastnet.Request("GET", server.url("/")))
+    assert call.execute().content == b"1"
+    again = call.clone()
+    assert not again.is_executed and again.execute().content == b"2"
+
+
+def test_call_new_call_type_checked(client: fastnet.Client) -> None:
+    with pytest.raises(TypeError, match="Request"):
+        client.new_call("http://127.0.0.1/")  # type: ignore[arg-type]
+
+
+def test_client_verify_ssl_context_accepted() -> None:
+    context = ssl.create_default_context()
+    with fastnet.Client(verify=context) as c:
+        assert c.verify is context

@@ -1,0 +1,246 @@
+"""Request (immutable, bodies of every kind, json=, one-shot bodies) and Response (content, text, json,
+streaming, close, raise_for_status, history), through the real client against MockServer where I/O
+is involved."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+
+import pytest
+
+import fastnet
+from fastnet import Request, RequestBody, Response
+from fastnet.testing import MockResponse, MockServer, SocketPolicy
+
+
+@pytest.fixture
+def server() -> Iterator[MockServer]:
+    with MockServer() as s:
+        yield s
+
+
+@pytest.fixture
+def client() -> Iterator[fastnet.Client]:
+    with fastnet.Client(trust_env=False, read_timeout=5, connect_timeout=5) as c:
+        yield c
+
+
+# -- Request --------------------------------------------------------------------------------------
+
+
+def test_request_fields_and_defaults() -> None:
+    r = Request("get", "http://h/p")
+    assert r.method == "GET" and str(r.url) == "http://h/p" and isinstance(r.url, fastnet.URL)
+    assert len(r.headers) == 0 and r.body is None
+
+
+def test_request_custom_method_kept_verbatim() -> None:
+    assert Request("PROPFIND", "http://h/").method == "PROPFIND"
+    assert Request("Purge", "http://h/").method == "Purge"
+
+
+@pytest.mark.parametrize("method", ["", "GE T", "GET\r\n", "G(ET"])
+def test_request_bad_method_rejected(method: str) -> None:
+    with pytest.raises(ValueError, match="method"):
+        Request(method, "http://h/")
+
+
+def test_request_is_immutable() -> None:
+    r = Request("GET", "http://h/")
+    with pytest.raises(AttributeError):
+        r.method = "POST"  # type: ignore[misc]
+
+
+def test_request_replace_makes_a_copy() -> None:
+    r = Request("GET", "http://h/a", headers={"A": "1"})
+    r2 = r.replace(url="http://other/b", method="POST", headers={"B": "2"}, body=b"x")
+    assert r.method == "GET" and str(r.url) == "http://h/a" and r.headers == {"A": "1"} and r.body is None
+    assert r2.method == "POST" and str(r2.url) == "http://other/b" and r2.headers == {"B": "2"}
+    assert r2.body is not None and r2.body.content == b"x"
+    assert r.replace(url=fastnet.URL("http://z/")).url.host == "z"
+    with pytest.raises(TypeError):
+        r.replace(nope=1)
+
+
+def test_request_bad_url_raises_value_error() -> None:
+    with pytest.raises(ValueError, match="scheme"):
+        Request("GET", "gopher://h/")
+
+
+def test_request_body_bytes_and_str() -> None:
+    b = Request("POST", "http://h/", body=b"abc").body
+    assert b is not None and b.length == 3 and not b.one_shot and b.content == b"abc"
+    s = Request("POST", "http://h/", body="é").body
+    assert s is not None and s.content == "é".encode() and s.length == 2
+    assert s.content_type == "text/plain; charset=utf-8"
+
+
+def test_request_body_seekable_file_is_replayable() -> None:
+    f = io.BytesIO(b"0123456789")
+    f.seek(2)
+    body = RequestBody(f)
+    assert body.length == 8 and not body.one_shot
+    assert b"".join(body.chunks()) == b"23456789"
+    assert b"".join(body.chunks()) == b"23456789"
+
+
+def test_request_body_iterator_is_one_shot() -> None:
+    body = RequestBody(iter([b"a", b"b"]))
+    assert body.length == -1 and body.one_shot
+    assert b"".join(body.chunks()) == b"ab"
+    with pytest.raises(RuntimeError, match="one-shot"):
+        body.chunks()
+
+
+def test_request_body_bad_type() -> None:
+    with pytest.raises(TypeError, match="body"):
+        RequestBody(12)
+
+
+def test_request_json() -> None:
+    r = Request("POST", "http://h/", json={"a": [1, 2]})
+    assert r.body is not None and json.loads(r.body.content or b"") == {"a": [1, 2]}
+    assert r.headers["content-type"] == "application/json"
+    with pytest.raises(ValueError, match="json"):
+        Request("POST", "http://h/", body=b"x", json={"a": 1})
+
+
+def test_request_header_injection_rejected_before_sending(server: MockServer, client: fastnet.Client) -> None:
+    with pytest.raises(ValueError, match="X-Evil"):
+        client.get(server.url("/"), headers={"X-Evil": "a\r\nInjected: 1"})
+    with pytest.raises(ValueError):
+        client.get(server.url("/") + "\r\nInjected: 1")
+    assert server.request_count == 0 and server.connection_count == 0
+
+
+def test_request_bodies_sent_on_the_wire(server: MockServer, client: fastnet.Client) -> None:
+    for _ in range(5):
+        server.enqueue(MockResponse(200))
+    client.post(server.url("/b"), body=b"bytes")
+    client.post(server.url("/s"), body="str")
+    client.put(server.url("/f"), body=io.BytesIO(b"file"))
+    client.patch(server.url("/i"), body=iter([b"it", b"er"]))
+    client.post(server.url("/j"), json={"k": 1})
+    recs = [server.take_request() for _ in range(5)]
+    assert [r.body for r in recs] == [b"bytes", b"str", b"file", b"iter", b'{"k":1}']
+    assert recs[0].header("content-length") == "5"
+    assert recs[3].chunked and recs[3].header("transfer-encoding") == "chunked"
+    assert recs[4].header("content-type") == "application/json"
+
+
+def test_request_large_body(server: MockServer, client: fastnet.Client) -> None:
+    data = bytes(range(256)) * 2048  # 512 KiB: larger than the single-sendall limit
+    server.enqueue(MockResponse(200))
+    assert client.post(server.url("/"), body=data).status_code == 200
+    assert server.take_request().body == data
+
+
+# -- Response -------------------------------------------------------------------------------------
+
+
+def test_response_built_by_hand() -> None:
+    req = Request("GET", "http://h/x")
+    r = Response(201, headers={"Content-Type": "text/plain; charset=latin-1"}, content=b"caf\xe9", request=req)
+    assert r.status_code == 201 and r.reason == "Created"
+    assert r.content == b"caf\xe9" and r.text == "café"
+    assert r.url == req.url and r.request is req and r.history == [] and r.prior_response is None
+    assert r.protocol == "HTTP/1.1"
+    assert list(r.iter_bytes(2)) == [b"ca", b"f\xe9"]
+    with pytest.raises(ValueError, match="status_code"):
+        Response(42)
+
+
+def test_response_json_and_text(server: MockServer, client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, headers={"Content-Type": "application/json"}, body=b'{"a": "\xc3\xa9"}'))
+    r = client.get(server.url("/"))
+    assert r.json() == {"a": "é"} and r.text == '{"a": "é"}'
+    assert r.reason == "OK" and r.protocol == "HTTP/1.1"
+    assert str(r.url) == server.url("/") and r.request.method == "GET"
+
+
+def test_response_raise_for_status(server: MockServer, client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(404), MockResponse(503), MockResponse(204))
+    r = client.get(server.url("/missing"))
+    assert r.status_code == 404  # a status is not an error
+    with pytest.raises(fastnet.HTTPStatusError, match="404") as info:
+        r.raise_for_status()
+    assert info.value.response is r
+    with pytest.raises(fastnet.HTTPStatusError, match="Server error"):
+        client.get(server.url("/")).raise_for_status()
+    ok = client.get(server.url("/"))
+    assert ok.raise_for_status() is ok
+
+
+def test_response_stream_iter_bytes(server: MockServer, client: fastnet.Client) -> None:
+    body = b"x" * 100_000
+    server.enqueue(MockResponse(200, body=body, chunked=True, chunk_size=7000))
+    with client.stream("GET", server.url("/")) as r:
+        assert not r.is_closed
+        got = list(r.iter_bytes(10_000))
+    assert b"".join(got) == body and all(len(c) == 10_000 for c in got)
+    assert client.connection_pool.idle_connection_count() == 1
+
+
+def test_response_iter_lines(server: MockServer, client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, body=b"one\r\ntwo\nthr", chunked=True, chunk_size=3))
+    server.enqueue(MockResponse(200, body=b"a\nb\n"))
+    with client.stream("GET", server.url("/")) as r:
+        assert list(r.iter_lines()) == ["one", "two", "thr"]
+    with client.stream("GET", server.url("/")) as r:
+        assert list(r.iter_lines()) == ["a", "b"]
+
+
+def test_response_content_after_stream_read(server: MockServer, client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, body=b"hello"))
+    r = client.stream("GET", server.url("/"))
+    try:
+        assert r.content == b"hello" and r.content == b"hello"
+    finally:
+        r.close()
+    assert r.is_closed
+
+
+def test_response_head_has_no_body(server: MockServer, client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, body=b"12345"))
+    r = client.head(server.url("/"))
+    assert r.status_code == 200 and r.content == b"" and r.headers["content-length"] == "5"
+    assert client.connection_pool.idle_connection_count() == 1
+
+
+@pytest.mark.parametrize("status", [204, 304])
+def test_response_bodiless_statuses(server: MockServer, client: fastnet.Client, status: int) -> None:
+    server.enqueue(MockResponse(status), MockResponse(200, body=b"next"))
+    assert client.get(server.url("/")).content == b""
+    assert client.get(server.url("/")).content == b"next"
+    assert server.take_request().connection_index == server.take_request().connection_index
+
+
+def test_response_informational_skipped(server: MockServer, client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, body=b"final", informational=[(103, {"Link": "</s>"})]))
+    r = client.get(server.url("/"))
+    assert r.status_code == 200 and r.content == b"final"
+
+
+def test_response_http10_read_until_close(server: MockServer, client: fastnet.Client) -> None:
+    raw = b"HTTP/1.0 200 OK\r\nX: y\r\n\r\nall of it"
+    server.enqueue(MockResponse(raw=raw, policy=SocketPolicy.CLOSE_AFTER_RESPONSE))
+    r = client.get(server.url("/"))
+    assert r.protocol == "HTTP/1.0" and r.content == b"all of it"
+    assert client.connection_pool.connection_count() == 0
+
+
+def test_response_trailers_and_chunk_extensions(server: MockServer, client: fastnet.Client) -> None:
+    raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n0\r\nX-T: 1\r\n\r\n"
+    server.enqueue(MockResponse(raw=raw), MockResponse(200, body=b"again"))
+    assert client.get(server.url("/")).content == b"abc"
+    assert client.get(server.url("/")).content == b"again"
+    assert server.take_request().connection_index == server.take_request().connection_index
+
+
+def test_response_expect_continue(server: MockServer, client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, body=b"ok"))
+    r = client.post(server.url("/"), headers={"Expect": "100-continue"}, body=b"x" * 70_000)
+    assert r.content == b"ok"
+    assert len(server.take_request().body) == 70_000

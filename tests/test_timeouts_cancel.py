@@ -1,0 +1,249 @@
+"""Connect, read, write and call timeouts, and cancel() from another thread, on real loopback sockets.
+Every error is a typed fastnet error that names its URL and phase; timeouts are also builtins'."""
+
+from __future__ import annotations
+
+import builtins
+import select
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import fastnet
+from fakes import FakeDns
+from fastnet.testing import MockResponse, MockServer, SocketPolicy
+
+
+@pytest.fixture
+def server() -> Iterator[MockServer]:
+    with MockServer() as s:
+        yield s
+
+
+@pytest.fixture
+def blackhole() -> Iterator[tuple[str, int]]:
+    """A loopback address whose SYNs go unanswered: a listen(0) socket whose accept queue is full."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    fillers: list[socket.socket] = []
+    try:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        address = listener.getsockname()
+        for _ in range(16):
+            filler = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            fillers.append(filler)
+            filler.setblocking(False)
+            filler.connect_ex(address)
+            _, writable, _ = select.select([], [filler], [], 0.3)
+            if not writable:
+                break  # this connect hangs: the next ones will too
+        else:  # pragma: no cover - kernels that never drop SYNs
+            pytest.skip("could not fill the accept queue of a listen(0) socket")
+        yield address
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
+
+
+def _client(**options: object) -> fastnet.Client:
+    options.setdefault("trust_env", False)
+    options.setdefault("read_timeout", 5)
+    options.setdefault("connect_timeout", 5)
+    return fastnet.Client(**options)
+
+
+def _assert_located(exc: fastnet.NetworkError, url: str, phase: str) -> None:
+    assert exc.url is not None and str(exc.url) == url
+    assert exc.phase == phase
+    assert phase in str(exc)
+
+
+def test_timeouts_connect_timeout_to_blackhole(blackhole: tuple[str, int]) -> None:
+    url = f"http://{blackhole[0]}:{blackhole[1]}/"
+    started = time.monotonic()
+    with _client(connect_timeout=0.3) as client:
+        with pytest.raises(fastnet.ConnectTimeout) as info:
+            client.get(url)
+    assert time.monotonic() - started < 5
+    exc = info.value
+    assert isinstance(exc, builtins.TimeoutError) and isinstance(exc, fastnet.TimeoutError)
+    assert isinstance(exc, fastnet.NetworkError) and isinstance(exc, OSError)
+    _assert_located(exc, url, "connect")
+
+
+def test_timeouts_connection_refused_is_connect_error() -> None:
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    url = f"http://127.0.0.1:{port}/"
+    with _client() as client:
+        with pytest.raises(fastnet.ConnectError) as info:
+            client.get(url)
+    assert isinstance(info.value, ConnectionError)
+    _assert_located(info.value, url, "connect")
+    assert info.value.attempts and info.value.attempts[0][0] is not None
+
+
+def test_timeouts_unknown_host() -> None:
+    with _client(dns=FakeDns({})) as client:
+        with pytest.raises(fastnet.UnknownHostError) as info:
+            client.get("http://nowhere.test/")
+    assert str(info.value.url) == "http://nowhere.test/"
+
+
+def test_timeouts_read_timeout_no_answer(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, policy=SocketPolicy.NO_RESPONSE))
+    with _client(read_timeout=0.3) as client:
+        with pytest.raises(fastnet.ReadTimeout) as info:
+            client.get(server.url("/slow"))
+        assert client.connection_pool.connection_count() == 0
+    assert isinstance(info.value, builtins.TimeoutError)
+    _assert_located(info.value, server.url("/slow"), "read")
+    assert server.request_count == 1  # a timeout is not retried
+
+
+def test_timeouts_read_timeout_mid_body(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"x" * 1000, policy=SocketPolicy.STALL_BODY))
+    with _client(read_timeout=0.3) as client:
+        with pytest.raises(fastnet.ReadTimeout) as info:
+            client.get(server.url("/"))
+        assert client.connection_pool.connection_count() == 0
+    assert info.value.phase == "read"
+
+
+def test_timeouts_read_timeout_mid_stream(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"x" * 1000, chunked=True, chunk_size=100,
+                                policy=SocketPolicy.STALL_BODY))
+    with _client(read_timeout=0.3) as client:
+        with client.stream("GET", server.url("/")) as r:
+            with pytest.raises(fastnet.ReadTimeout):
+                for _ in r.iter_bytes():
+                    pass
+        assert client.connection_pool.connection_count() == 0
+
+
+def test_timeouts_write_timeout() -> None:
+    # a listener that never accepts: the kernel completes the handshake, then its receive buffer fills
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/upload"
+        with _client(write_timeout=0.3) as client:
+            with pytest.raises(fastnet.WriteTimeout) as info:
+                client.post(url, body=b"x" * (64 * 1024 * 1024))
+            assert client.connection_pool.connection_count() == 0
+    finally:
+        listener.close()
+    assert isinstance(info.value, builtins.TimeoutError)
+    _assert_located(info.value, url, "write")
+
+
+def test_timeouts_call_timeout_covers_body(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"x" * 2000, throttle=(100, 0.1)))  # a 2 s body
+    started = time.monotonic()
+    with _client(call_timeout=0.5) as client:
+        with pytest.raises(fastnet.CallTimeout) as info:
+            client.get(server.url("/"))
+        assert client.connection_pool.connection_count() == 0
+    assert time.monotonic() - started < 1.9
+    assert isinstance(info.value, builtins.TimeoutError)
+    assert str(info.value.url) == server.url("/")
+
+
+def test_timeouts_call_timeout_covers_streamed_body(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"x" * 2000, throttle=(100, 0.1)))
+    with _client(call_timeout=0.5) as client:
+        r = client.stream("GET", server.url("/"))  # the head arrives at once
+        with pytest.raises(fastnet.CallTimeout):
+            r.read()
+        r.close()
+        assert client.connection_pool.connection_count() == 0
+
+
+def test_timeouts_call_timeout_not_hit(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"quick"), MockResponse(200, body=b"again"))
+    with _client(call_timeout=0.5) as client:
+        assert client.get(server.url("/")).content == b"quick"
+        time.sleep(0.6)  # the deadline of a finished call must not touch the pooled connection
+        assert client.get(server.url("/")).content == b"again"
+    assert server.take_request().connection_index == server.take_request().connection_index
+
+
+def _cancel_later(call: fastnet.Call, delay: float) -> threading.Timer:
+    timer = threading.Timer(delay, call.cancel)
+    timer.start()
+    return timer
+
+
+def test_cancel_from_another_thread_while_waiting_for_head(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, policy=SocketPolicy.NO_RESPONSE))
+    with _client(read_timeout=10) as client:
+        call = client.new_call(fastnet.Request("GET", server.url("/")))
+        timer = _cancel_later(call, 0.2)
+        started = time.monotonic()
+        try:
+            with pytest.raises(fastnet.CanceledError) as info:
+                call.execute()
+        finally:
+            timer.join()
+        assert time.monotonic() - started < 5
+        assert call.is_canceled
+        assert client.connection_pool.connection_count() == 0
+    assert str(info.value.url) == server.url("/")
+
+
+def test_cancel_from_another_thread_while_reading_body(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"x" * 5000, policy=SocketPolicy.STALL_BODY))
+    with _client(read_timeout=10) as client:
+        call = client.new_call(fastnet.Request("GET", server.url("/")))
+        response = call.execute()
+        timer = _cancel_later(call, 0.2)
+        try:
+            with pytest.raises(fastnet.CanceledError):
+                response.read()
+        finally:
+            timer.join()
+            response.close()
+        assert client.connection_pool.connection_count() == 0
+
+
+def test_cancel_while_connecting(blackhole: tuple[str, int]) -> None:
+    with _client(connect_timeout=10) as client:
+        call = client.new_call(fastnet.Request("GET", f"http://{blackhole[0]}:{blackhole[1]}/"))
+        timer = _cancel_later(call, 0.2)
+        started = time.monotonic()
+        try:
+            with pytest.raises(fastnet.CanceledError):
+                call.execute()
+        finally:
+            timer.join()
+        assert time.monotonic() - started < 5
+
+
+def test_cancel_after_completion_is_harmless(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"done"), MockResponse(200))
+    with _client() as client:
+        call = client.new_call(fastnet.Request("GET", server.url("/")))
+        response = call.execute()
+        assert response.content == b"done"
+        call.cancel()
+        assert call.is_canceled
+        assert client.connection_pool.idle_connection_count() == 1
+        client.get(server.url("/"))
+    assert server.take_request().connection_index == server.take_request().connection_index
+
+
+def test_timeouts_errors_can_be_built_from_a_message() -> None:
+    for cls in (fastnet.ConnectTimeout, fastnet.ReadTimeout, fastnet.WriteTimeout, fastnet.PoolTimeout,
+                fastnet.CallTimeout, fastnet.CanceledError, fastnet.ProtocolError):
+        exc = cls("message")
+        assert str(exc) == "message" and exc.url is None
+    located = fastnet.ReadTimeout("slow", url=fastnet.URL("http://u:p@h/x?secret"), phase="read")
+    assert str(located) == "slow (read http://h/x)"

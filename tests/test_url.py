@@ -1,0 +1,179 @@
+"""URL: parsing, default ports, IDNA, IPv6 literals, resolution, strict rejection of bad URLs."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from fastnet import URL
+
+
+def test_url_parse_parts() -> None:
+    u = URL("http://user:pa%20ss@Example.COM:8080/a/b?x=1&y=2#frag")
+    assert u.scheme == "http"
+    assert u.username == "user" and u.password == "pa ss"
+    assert u.host == "example.com" and u.port == 8080
+    assert u.path == "/a/b" and u.query == "x=1&y=2" and u.fragment == "frag"
+    assert u.target == "/a/b?x=1&y=2"
+    assert u.host_header == "example.com:8080"
+    assert u.authority == "example.com:8080"
+    assert u.origin == ("http", "example.com", 8080)
+
+
+@pytest.mark.parametrize(
+    ("text", "port", "host_header"),
+    [
+        ("http://h/", 80, "h"),
+        ("https://h/", 443, "h"),
+        ("http://h:80/", 80, "h"),
+        ("https://h:8443/", 8443, "h:8443"),
+        ("HTTP://h", 80, "h"),
+    ],
+)
+def test_url_default_ports(text: str, port: int, host_header: str) -> None:
+    u = URL(text)
+    assert u.port == port and u.host_header == host_header and u.default_port in (80, 443)
+
+
+def test_url_empty_path_is_slash() -> None:
+    assert URL("http://h").path == "/"
+    assert URL("http://h?q").target == "/?q"
+
+
+def test_url_is_https() -> None:
+    assert URL("https://h/").is_https and not URL("http://h/").is_https
+
+
+def test_url_ipv6_literal() -> None:
+    u = URL("http://[::1]:8080/p")
+    assert u.host == "::1" and u.host_literal == "[::1]" and u.port == 8080
+    assert u.host_header == "[::1]:8080" and u.authority == "[::1]:8080"
+    assert u.is_ip_literal
+    assert str(u) == "http://[::1]:8080/p"
+    assert URL("http://[0:0:0:0:0:0:0:1]/").host == "::1"
+
+
+def test_url_ipv4_literal() -> None:
+    assert URL("http://127.0.0.1/").is_ip_literal
+    assert not URL("http://example.com/").is_ip_literal
+
+
+def test_url_idna_host() -> None:
+    u = URL("http://bücher.example/")
+    assert u.host == "xn--bcher-kva.example"
+    assert u.host_header == "xn--bcher-kva.example"
+
+
+def test_url_trailing_dot_and_case_normalised() -> None:
+    assert URL("http://EXAMPLE.com./").host == "example.com"
+
+
+def test_url_path_and_query_percent_encoded() -> None:
+    u = URL("http://h/a b/ü?q=a b")
+    assert u.path == "/a%20b/%C3%BC" and u.query == "q=a%20b"
+    assert URL("http://h/a%20b").path == "/a%20b"  # not encoded twice
+
+
+def test_url_dot_segments_removed() -> None:
+    assert URL("http://h/a/b/../c/./d").path == "/a/c/d"
+
+
+def test_url_str_roundtrip_and_equality() -> None:
+    text = "http://h:8080/a?b=c#d"
+    u = URL(text)
+    assert str(u) == text and URL(str(u)) == u
+    assert u == text and hash(u) == hash(URL(text))
+    assert URL("http://h:80/") == URL("http://h/")
+    assert u != "not a url"
+
+
+def test_url_immutable_and_replace() -> None:
+    u = URL("http://h/a?x=1")
+    with pytest.raises(AttributeError):
+        u.host = "other"  # type: ignore[misc]
+    v = u.replace(host="other", path="/b")
+    assert str(v) == "http://other/b?x=1" and str(u) == "http://h/a?x=1"
+    assert u.replace(scheme="https").port == 443
+    with pytest.raises(TypeError):
+        u.replace(nope=1)
+
+
+def test_url_accepts_url_instance() -> None:
+    u = URL("http://h/")
+    assert URL(u) is u and URL.parse(u) is u
+
+
+def test_url_redacted_hides_credentials_and_query() -> None:
+    u = URL("http://user:secret@h/p?token=abc")
+    assert "secret" not in u.redacted() and "abc" not in u.redacted()
+    assert u.redacted() == "http://h/p"
+
+
+def test_url_pickle() -> None:
+    u = URL("https://h:8443/p?q")
+    assert pickle.loads(pickle.dumps(u)) == u
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        ("g", "http://a/b/c/g"),
+        ("./g", "http://a/b/c/g"),
+        ("g/", "http://a/b/c/g/"),
+        ("/g", "http://a/g"),
+        ("//g", "http://g/"),
+        ("?y", "http://a/b/c/d;p?y"),
+        ("g?y", "http://a/b/c/g?y"),
+        ("#s", "http://a/b/c/d;p?q#s"),
+        ("", "http://a/b/c/d;p?q"),
+        ("..", "http://a/b/"),
+        ("../g", "http://a/b/g"),
+        ("../../g", "http://a/g"),
+        ("../../../g", "http://a/g"),
+        ("https://other:8443/x", "https://other:8443/x"),
+    ],
+)
+def test_url_resolve_rfc3986_examples(ref: str, expected: str) -> None:
+    base = URL("http://a/b/c/d;p?q")
+    assert base.resolve(ref) == URL(expected)
+
+
+def test_url_resolve_rejects_unknown_scheme() -> None:
+    with pytest.raises(ValueError, match="scheme"):
+        URL("http://a/").resolve("ftp://x/")
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("ftp://h/", "scheme"),
+        ("file:///etc/passwd", "scheme"),
+        ("h/path", "scheme"),
+        ("", "scheme"),
+        ("http:/h", "//"),
+        ("http://", "host"),
+        ("http:///path", "host"),
+        ("http://h:99999/", "port"),
+        ("http://h:0/", "port"),
+        ("http://h:abc/", "port"),
+        ("http://[::1/", "IPv6"),
+        ("http://[zz::1]/", "IPv6"),
+        ("http://[::1]x/", "IPv6"),
+        ("http://h\r\nX-Injected: 1/", "control"),
+        ("http://h/p\r\nX-Injected: 1", "control"),
+        ("http://h/p?q=\n", "control"),
+        ("http://h/\x00", "control"),
+        ("http://a b/", "host"),
+        ("http://a..b/", "host"),
+        ("http://" + "a" * 64 + ".com/", "63"),
+    ],
+)
+def test_url_bad_urls_raise_value_error_naming_the_problem(text: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        URL(text)
+
+
+def test_url_non_string_is_type_error() -> None:
+    with pytest.raises(TypeError):
+        URL(b"http://h/")  # type: ignore[arg-type]
