@@ -447,6 +447,52 @@ _add("bare-lf-no-headers", b"HTTP/1.1 204 No Content\n\n")
 _add("content-encoding", _resp(headers=b"Content-Encoding: GZIP \r\n" + CL0))
 _add("content-encoding-last", _resp(headers=b"Content-Encoding: br\r\ncontent-encoding: Deflate\r\n" + CL0))
 
+# the pure twin's whole-block fast path and where it hands over to the line-by-line path
+_add(
+    "fast-framing-adjacent",
+    _resp(headers=b"Content-Length: 2\r\nConnection: keep-alive\r\nContent-Encoding: x\r\n", body=b"hi")
+    + _resp(),
+    count=2,
+)
+_add(
+    "fast-framing-first-and-last",
+    _resp(headers=b"connection: close\r\nServer: x\r\nDate: y\r\nCONTENT-LENGTH: 2\r\n", body=b"hi")
+    + _resp(),
+    count=1,
+)
+_add(
+    "fast-framing-lookalikes",
+    _resp(headers=CL0 + b"X-Note: content-length: 5\r\nX-Content-Length: 7\r\nConnection-X: close\r\n")
+    + _resp(),
+    count=2,
+)
+_add(
+    "fast-chunked-then-connection",
+    _resp(headers=b"Transfer-Encoding: chunked\r\nConnection: close\r\n", body=b"2\r\nhi\r\n0\r\n\r\n"),
+)
+_add(
+    "fast-conn-repeated",
+    _resp(headers=b"Connection: keep-alive\r\nConnection: close\r\n" + CL0) + _resp(),
+    count=1,
+)
+_add("fast-conn-ows", _resp(headers=b"Connection: \t Close \t\r\n" + CL0) + _resp(), count=1)
+_add("fast-cl-18-digits", _resp(headers=b"Content-Length: 999999999999999999\r\n"), head=True)
+_add("fast-cl-19-digits", _resp(headers=b"Content-Length: 1000000000000000000\r\n"), head=True)
+_add("fast-cl-ows", _resp(headers=b"Content-Length: \t 2 \t\r\n", body=b"hi"))
+_add("fast-cl-superscript", _resp(headers=b"Content-Length: \xb2\r\n", body=b"hi"), "error")
+_add("fast-cl-arabic-digit-bytes", _resp(headers=b"Content-Length: \xd9\xa3\r\n", body=b"hi"), "error")
+_add(
+    "fast-latin1-spaces-in-value", _resp(headers=CL0 + b"X-U: a\x85b\xa0c \x1c\x1d\x1e\x1f\r\nX-V: \xa0\r\n")
+)
+_add("fast-latin1-space-in-name", _resp(headers=CL0 + b"X\xa0Y: v\r\n"), "error")
+_add("fast-nel-ends-value", _resp(headers=CL0 + b"X-U: \x85\r\n"))
+_add("fast-status-200-ok-trailing-space", _resp(b"HTTP/1.1 200 OK \r\n"))
+_add("fast-status-200-okay", _resp(b"HTTP/1.1 200 OKAY\r\n"))
+_add("fast-status-200-ok-cr-cr", _resp(b"HTTP/1.1 200 OK\r\r\n"), "error")
+_add("fast-header-cr-cr-end", _resp(headers=b"X: y\r\r\n" + CL0), "error")
+_add("fast-header-lone-cr-at-start", _resp(headers=CL0 + b"\rX: y\r\n"), "error")
+_add("fast-fold-after-cl", _resp(headers=b"Content-Length: 0\r\n 1\r\n"), "error")
+
 # limits (sized so the defaults trip; checked with several cut points but never byte by byte)
 _add(
     "header-block-too-big",

@@ -215,7 +215,9 @@ def test_bad_injection_via_interceptor_rejected(server: MockServer) -> None:
     assert server.request_count == 0
 
 
-@pytest.mark.parametrize("url", ["ftp://127.0.0.1/", "file:///etc/passwd", "gopher://h/", "mailto:a@b", "h:80"])
+@pytest.mark.parametrize(
+    "url", ["ftp://127.0.0.1/", "file:///etc/passwd", "gopher://h/", "mailto:a@b", "h:80"]
+)
 def test_bad_unknown_url_scheme(client: fastnet.Client, url: str) -> None:
     with pytest.raises(ValueError, match="scheme"):
         client.get(url)

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fakes import FakeDns
 
 import fastnet
-from fakes import FakeDns
 from fastnet.testing import MockResponse, MockServer
 
 
@@ -86,7 +86,8 @@ def test_bridge_chunked_for_unknown_length(server: MockServer) -> None:
     with _client() as client:
         client.post(server.url("/"), body=gen())
     rec = server.take_request()
-    assert rec.chunked and rec.header("transfer-encoding") == "chunked" and rec.header("content-length") is None
+    assert rec.chunked and rec.header("transfer-encoding") == "chunked"
+    assert rec.header("content-length") is None
     assert rec.body == b"abc"
 
 

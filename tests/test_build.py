@@ -43,7 +43,10 @@ def _import_all_dispatchers() -> None:
 
 def test_build_units_discovered() -> None:
     units = _compiled_units()
-    for expected in ("fastnet._internal._core_c", "fastnet._internal._pool_c", "fastnet._internal.http1._parser_c"):
+    expected_units = (
+        "fastnet._internal._core_c", "fastnet._internal._pool_c", "fastnet._internal.http1._parser_c"
+    )
+    for expected in expected_units:
         assert expected in units
 
 
@@ -152,7 +155,9 @@ def test_build_pick_require_extensions_raises(monkeypatch: pytest.MonkeyPatch, f
     assert _compat.pick("unit.d", ok.load_c, ok.load_py) is ok.c_module
 
 
-def test_build_pick_no_extensions_never_tries_compiled(monkeypatch: pytest.MonkeyPatch, fresh_compat: None) -> None:
+def test_build_pick_no_extensions_never_tries_compiled(
+    monkeypatch: pytest.MonkeyPatch, fresh_compat: None
+) -> None:
     _mode(monkeypatch, no=True, require=False)
     loaders = _Loaders(c_fails=False)
     assert _compat.pick("unit.e", loaders.load_c, loaders.load_py) is loaders.py_module

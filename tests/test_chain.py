@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fakes import FakeDns, RecordingEventListener, RecordingListener
 
 import fastnet
-from fakes import FakeDns, RecordingEventListener, RecordingListener
 from fastnet.testing import MockResponse, MockServer
 
 
@@ -62,7 +62,8 @@ def test_chain_interceptor_objects_and_functions_mixed(server: MockServer) -> No
 
         def intercept(self, chain: fastnet.Chain) -> fastnet.Response:
             order.append(self.name)
-            return chain.proceed(chain.request.replace(headers=chain.request.headers.add("X-Trace", self.name)))
+            headers = chain.request.headers.add("X-Trace", self.name)
+            return chain.proceed(chain.request.replace(headers=headers))
 
     def func(chain: fastnet.Chain) -> fastnet.Response:
         order.append("func")
@@ -231,7 +232,7 @@ def test_chain_interceptor_rewrites_request(server: MockServer) -> None:
         r = client.get(server.url("/original"))
     rec = server.take_request()
     assert rec.method == "POST" and rec.path == "/rewritten" and rec.body == b"added"
-    assert r.request.method == "POST"
+    assert r.request is not None and r.request.method == "POST"
 
 
 # -- events -------------------------------------------------------------------------------------

@@ -83,7 +83,9 @@ def test_client_accepts_every_documented_option() -> None:
         ({"trust_env": 0}, TypeError, "trust_env"),
     ],
 )
-def test_client_options_validated_with_clear_messages(options: dict[str, Any], error: type, names: str) -> None:
+def test_client_options_validated_with_clear_messages(
+    options: dict[str, Any], error: type, names: str
+) -> None:
     with pytest.raises(error, match=names):
         fastnet.Client(**options)
 
@@ -229,7 +231,7 @@ def test_call_executes_once(server: MockServer, client: fastnet.Client) -> None:
     assert isinstance(call, fastnet.Call)
     assert call.request is request and not call.is_executed and not call.is_canceled
     with call.execute() as r:
-        assert r.content == b"once" and r.request.method == "POST"
+        assert r.content == b"once" and r.request is not None and r.request.method == "POST"
     assert call.is_executed
     with pytest.raises(RuntimeError, match="Already Executed"):
         call.execute()

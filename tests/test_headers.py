@@ -106,7 +106,7 @@ def test_headers_tab_and_obs_text_in_value_accepted() -> None:
 
 def test_headers_wrong_types_raise_type_error() -> None:
     with pytest.raises(TypeError):
-        Headers({1: "v"})  # type: ignore[dict-item]
+        Headers({1: "v"})
     with pytest.raises(TypeError):
         Headers({"a": object()})
 

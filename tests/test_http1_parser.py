@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import socket
@@ -725,3 +726,139 @@ def test_parser_compiled_module_is_loaded() -> None:
         assert parser.IMPLEMENTATION == "fastnet._internal.http1._parser_c"
         assert _parser_c.__file__.endswith((".so", ".pyd"))
         assert "fastnet._internal.http1.parser" in _compat.loaded_compiled
+
+
+# -- the pure twin's use of h11's private grammar ------------------------------------------------------
+
+
+def test_parser_py_h11_private_grammar_is_where_we_expect() -> None:
+    """The pure twin imports h11 internals (tested with h11 0.16); fail loudly if they move."""
+    from h11 import _abnf, _headers, _readers
+
+    for name in ("OWS", "field_name", "header_field", "status_line", "chunk_header"):
+        assert isinstance(getattr(_abnf, name), str), f"h11._abnf.{name} moved or changed type"
+    assert isinstance(_headers.CONTENT_LENGTH_MAX_DIGITS, int)
+    assert _readers.chunk_header_re.pattern == _abnf.chunk_header.encode("ascii")
+    assert set(re.compile(_abnf.header_field).groupindex) >= {"field_name", "field_value"}
+    assert set(re.compile(_abnf.status_line).groupindex) >= {"http_version", "status_code", "reason"}
+    assert set(_readers.chunk_header_re.groupindex) >= {"chunk_size"}
+
+
+def _h11_field(line: bytes) -> tuple[str, str] | None:
+    from h11._readers import header_field_re
+
+    match = header_field_re.fullmatch(line)
+    if match is None:
+        return None
+    return match["field_name"].decode("latin-1"), match["field_value"].decode("latin-1")
+
+
+def _fast_field(line: bytes) -> tuple[str, str] | None:
+    text = line.decode("latin-1") + "\n"
+    found = _parser_py._FIELD_LINES.findall(text)
+    return found[0] if len(found) == 1 else None
+
+
+def test_parser_py_field_regex_equals_h11_for_every_byte() -> None:
+    templates = [
+        b"N%sme: v",
+        b"%sName: v",
+        b"Name%s: v",
+        b"Name: a%sb",
+        b"Name: %sab",
+        b"Name: ab%s",
+        b"Name:%s",
+        b"Name: %s",
+        b"Name: a %s",
+        b"Name: a%s b",
+        b"Name: a %s b",
+        b"Name: %s%s",
+        b"Name: a%s%s",
+    ]
+    for byte in range(256):
+        if byte == 0x0A:
+            continue  # a line never contains LF
+        b = bytes([byte])
+        for template in templates:
+            raw = template.replace(b"%s", b)  # a line as received, between two LFs
+            stripped = raw[:-1] if raw.endswith(b"\r") else raw  # h11 strips one CR before matching
+            assert _fast_field(raw) == _h11_field(stripped), (raw, _fast_field(raw), _h11_field(stripped))
+            assert _fast_field(raw + b"\r") == _h11_field(raw), raw
+    # the slow path's per-line regex is h11's own rule on latin-1 text
+    for byte in range(256):
+        line = b"Name: a" + bytes([byte]) + b"b "
+        match = _parser_py._FIELD_LINE.fullmatch(line.decode("latin-1"))
+        expected = _h11_field(line)
+        got = None if match is None else (match["field_name"], match["field_value"] or "")
+        assert got == expected, line
+
+
+def test_parser_py_status_regex_equals_h11_for_every_byte() -> None:
+    from h11._readers import status_line_re
+
+    templates = [
+        b"HTTP/1.1 200 O%sK",
+        b"HTTP/1.1 200 %s",
+        b"HTTP/1.1 20%s OK",
+        b"HTTP/1.%s 200 OK",
+        b"HTTP/1.1%s200",
+    ]
+    for byte in range(256):
+        if byte == 0x0A:
+            continue
+        for template in templates:
+            line = template.replace(b"%s", bytes([byte]))
+            theirs = status_line_re.fullmatch(line)
+            ours = _parser_py._STATUS.fullmatch(line.decode("latin-1") + "\r\n")
+            assert (ours is None) == (theirs is None), line
+            if ours is not None and theirs is not None:
+                reason = None if theirs["reason"] is None else theirs["reason"].decode("latin-1")
+                assert ours.group("http_version", "status_code", "reason") == (
+                    theirs["http_version"].decode(),
+                    theirs["status_code"].decode(),
+                    reason,
+                ), line
+
+
+def _longest_line(data: bytes) -> int:
+    end = data.find(b"\n\n")
+    end2 = data.find(b"\n\r\n")
+    ends = [e for e in (end, end2) if e >= 0]
+    head = data[: min(ends)] if ends else data
+    return max((len(line.rstrip(b"\r")) for line in head.split(b"\n")), default=1)
+
+
+def test_parser_py_fast_path_equals_slow_path() -> None:
+    """A head longer than max_line_size takes the line-by-line path: it must decide exactly the same."""
+    cases = [c for c in HAND_WRITTEN + GENERATED if c.name not in BIG and c.data]
+    rnd = random.Random(11)
+    cases += [mutate(make_valid(rnd), rnd) for _ in range(200)]
+    slow_taken = 0
+    for case in cases:
+        limit = max(_longest_line(case.data), 1)
+        fast = run_ours(_parser_py.ResponseParser, case, [])
+        slow = run_ours(functools.partial(_parser_py.ResponseParser, max_line_size=limit), case, [])
+        if "longer than" in slow[1]:
+            continue  # a later response has a longer line: the small limit itself decides
+        slow_taken += 1
+        assert fast == slow, (case.name, case.data[:200], fast, slow)
+    assert slow_taken > 300
+
+
+def test_parser_py_buffer_stays_small_over_many_responses() -> None:
+    one = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"
+    p = _parser_py.ResponseParser()
+    for _ in range(1000):
+        assert p.read_head() is None
+        p.feed(memoryview(one))
+        assert p.read_head() is not None
+        assert p.read_body() == b"hi" and p.read_body() is None
+        assert p.take_buffered() == b""
+        assert len(p._buf) <= len(one)
+    # two responses in one read: the second is parsed from the consumed offset, then compacted on feed
+    p.feed(one * 2)
+    for _ in range(2):
+        assert p.read_head()[0] == 200
+        assert p.read_body() == b"hi" and p.read_body() is None
+    p.feed(one[:5])
+    assert len(p._buf) == 5

@@ -50,7 +50,7 @@ def test_request_bad_method_rejected(method: str) -> None:
 def test_request_is_immutable() -> None:
     r = Request("GET", "http://h/")
     with pytest.raises(AttributeError):
-        r.method = "POST"  # type: ignore[misc]
+        r.method = "POST"
 
 
 def test_request_replace_makes_a_copy() -> None:
@@ -142,7 +142,8 @@ def test_request_large_body(server: MockServer, client: fastnet.Client) -> None:
 
 def test_response_built_by_hand() -> None:
     req = Request("GET", "http://h/x")
-    r = Response(201, headers={"Content-Type": "text/plain; charset=latin-1"}, content=b"caf\xe9", request=req)
+    headers = {"Content-Type": "text/plain; charset=latin-1"}
+    r = Response(201, headers=headers, content=b"caf\xe9", request=req)
     assert r.status_code == 201 and r.reason == "Created"
     assert r.content == b"caf\xe9" and r.text == "café"
     assert r.url == req.url and r.request is req and r.history == [] and r.prior_response is None
@@ -157,7 +158,7 @@ def test_response_json_and_text(server: MockServer, client: fastnet.Client) -> N
     r = client.get(server.url("/"))
     assert r.json() == {"a": "é"} and r.text == '{"a": "é"}'
     assert r.reason == "OK" and r.protocol == "HTTP/1.1"
-    assert str(r.url) == server.url("/") and r.request.method == "GET"
+    assert str(r.url) == server.url("/") and r.request is not None and r.request.method == "GET"
 
 
 def test_response_raise_for_status(server: MockServer, client: fastnet.Client) -> None:

@@ -10,10 +10,12 @@ from fastnet import _compat
 from fastnet._internal import _route_selector_py, route_selector
 from fastnet.proxy import Proxy
 
-try:
-    from fastnet._internal import _route_selector_c
-except ImportError:  # pure build
-    _route_selector_c = None
+_route_selector_c = None
+if not _compat.NO_EXTENSIONS:  # a pure build must not even import the compiled twin
+    try:
+        from fastnet._internal import _route_selector_c
+    except ImportError:
+        pass
 
 
 @pytest.fixture(params=["py", "c"])

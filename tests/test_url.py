@@ -91,7 +91,7 @@ def test_url_str_roundtrip_and_equality() -> None:
 def test_url_immutable_and_replace() -> None:
     u = URL("http://h/a?x=1")
     with pytest.raises(AttributeError):
-        u.host = "other"  # type: ignore[misc]
+        u.host = "other"
     v = u.replace(host="other", path="/b")
     assert str(v) == "http://other/b?x=1" and str(u) == "http://h/a?x=1"
     assert u.replace(scheme="https").port == 443

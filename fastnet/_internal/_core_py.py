@@ -72,7 +72,7 @@ BODY_NONE = 0
 BODY_LENGTH = 1
 BODY_CHUNKED = 2
 BODY_UNTIL_CLOSE = 3
-RECV_BUFFER_SIZE = 65536
+RECV_BUFFER_SIZE = 32768
 # Bodies up to this size are sent in the same ``sendall`` as the head.
 SMALL_BODY = 65536
 # An idle connection older than this is probed for a peer close before reuse (one MSG_PEEK recv).

@@ -155,6 +155,14 @@ class Connector:
                 except Exception:  # noqa: BLE001 - a selector's bookkeeping must not break the call
                     pass
 
+    def record_overtaken(self, route: Route, error: BaseException) -> None:
+        """An attempt that a later one overtook (Happy Eyeballs): a slow or black-holed address. Only the
+        Dns hears of it (the IP blacklist counts it); the route itself did not fail."""
+        if route.proxy.type is ProxyType.DIRECT:
+            hook = getattr(self.dns, "connect_failed", None)
+            if hook is not None:
+                hook(route.address.host, route.socket_address[0], error)
+
     def record_success(self, route: Route) -> None:
         self.route_database.connected(route)
         proxy = route.proxy
@@ -593,6 +601,7 @@ class ExchangeFinder:
         )
         self.pending: list[Route] = []
         self.canceled = False
+        self.connecting: Any = None
         self._proxy_ips: dict[str, str] = {}
 
     def has_more_routes(self) -> bool:
@@ -600,6 +609,21 @@ class ExchangeFinder:
 
     def cancel(self) -> None:
         self.canceled = True
+        sock = self.connecting
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # aborts a blocking connect at once
+            except OSError:
+                # not connecting yet: closing makes the connect() about to start fail at once
+                try:
+                    sock.close()
+                except OSError:
+                    pass
+
+    def _set_connecting(self, sock: Any) -> None:
+        self.connecting = sock
+        if sock is not None and self.canceled:
+            raise CanceledError("Canceled", phase="connect")
 
     def _is_canceled(self) -> bool:
         return self.canceled or self.call.canceled
@@ -699,6 +723,8 @@ class ExchangeFinder:
                     is_canceled=self._is_canceled,
                     on_failure=tcp_failed,
                     target_of=target_of,
+                    on_overtaken=connector.record_overtaken,
+                    on_socket=self._set_connecting,
                 )
             except (ConnectError, ConnectTimeout) as exc:
                 if not attempts:
@@ -724,6 +750,9 @@ class ExchangeFinder:
             proxy = route.proxy
             http_proxy = proxy.type is ProxyType.HTTP and not route.requires_tunnel
             conn = RealConnection(sock, route, self.address, self.address.is_https, http_proxy)
+            if not conn.is_tls:
+                # the kernel timeouts _establish set: the first set_timeouts() skips equal values
+                conn.read_timeout = conn.write_timeout = chain.connect_timeout or chain.read_timeout
             if http_proxy and proxy.authorization is not None:
                 conn.proxy_authorization = proxy.authorization  # type: ignore[assignment]
             return conn

@@ -376,11 +376,6 @@ def test_dns_client_hanging_address_is_blacklisted_without_happy_eyeballs(testbe
     assert dns.inner.blacklist.blacklisted("failover.test") == ["127.0.0.4"]
 
 
-@pytest.mark.xfail(
-    reason="Happy Eyeballs abandons the hanging attempt when .1 wins the race and reports it to no one "
-    "(no connect_failed event, no Dns hook, no RouteDatabase entry), so the blacklist never learns",
-    strict=True,
-)
 def test_dns_client_hanging_address_is_blacklisted_with_happy_eyeballs(testbed: Any) -> None:
     dns = RESILIENT(_udp(testbed), system=_no_system)
     with MockServer(host="127.0.0.1") as good, _Hanging("127.0.0.4", good.port):

@@ -17,16 +17,16 @@ connection state machine, which cost ~30 µs per response. Once the end of a hea
   against h11's own compiled regex). If the number of matches differs from the number of lines, some
   line is bad and the slow path below finds it;
 * the framing headers (Content-Length, Transfer-Encoding, Connection, Content-Encoding) are picked out
-  of the validated block with one more ``findall``. Anything unusual (a repeated Content-Length or
+  of the header list by name length, then name. Anything unusual (a repeated Content-Length or
   Transfer-Encoding, a Content-Length list or long number, a Transfer-Encoding other than ``chunked``)
   goes to the slow path.
 
 The slow path (also used for trailers and heads longer than ``max_line_size``) checks the lines in
 h11's order (our line-length and obs-fold rules, then h11's ``header_field`` regex on each line, then
 h11's Content-Length and Transfer-Encoding rules from ``h11._headers.normalize_and_validate``) and
-raises the first error with the offending line quoted. Bodies are
-sliced out of the buffer: Content-Length and until-close bodies by count, chunked bodies with h11's
-``chunk_header`` regex matched in place on each size line.
+raises the first error with the offending line quoted. Bodies are sliced out of the buffer:
+Content-Length and until-close bodies by count, chunked bodies with h11's ``chunk_header`` regex
+matched in place on each size line.
 
 Header names and values are returned as received (h11 lowercases names, drops repeated Content-Length
 headers and lowercases Transfer-Encoding; we keep what was received).
@@ -50,7 +50,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# h11's private grammar (h11 0.14-0.16; tests/test_http1_parser.py fails loudly if these move).
+# h11's private grammar (tested with h11 0.16; tests/test_http1_parser.py fails loudly if these move).
 from h11._abnf import OWS, field_name, header_field, status_line
 from h11._headers import CONTENT_LENGTH_MAX_DIGITS
 from h11._readers import chunk_header_re
@@ -99,15 +99,12 @@ _STATUS_200 = "HTTP/1.1 200 OK\r\n"
 _VCHAR = r"[\x01-\x08\x0e-\x1f\x21-\xff]"
 _VCHAR_OR_WS = r"[\x01-\x09\x0e-\xff]"
 _FIELD_LINES = re.compile(
-    rf"^({field_name}):{OWS}((?:{_VCHAR}(?:{_VCHAR_OR_WS}*{_VCHAR})?)?){OWS}\r?$", re.MULTILINE | _A
+    rf"^({field_name}):{OWS}((?:{_VCHAR}(?:{_VCHAR_OR_WS}*{_VCHAR})?)?){OWS}\r?\n", re.MULTILINE | _A
 )
 # h11's own rule, for the slow path (one line at a time).
 _FIELD_LINE = re.compile(header_field, _A)
-# The framing headers' lines of a validated block (starting at the LF before the first header line).
-_FRAMING = re.compile(
-    r"\n(content-length|transfer-encoding|connection|content-encoding):[ \t]*([^\r\n]*?)[ \t]*\r?(?=\n)",
-    re.IGNORECASE | _A,
-)
+# Lengths of the framing header names (Connection, Content-Length, Content-Encoding, Transfer-Encoding).
+_FRAMING_LENGTHS = frozenset((10, 14, 16, 17))
 _DIGITS = re.compile(r"[0-9]*", _A)
 _HEX_DIGITS = re.compile(rb"[0-9A-Fa-f]*")
 
@@ -149,10 +146,10 @@ def _parse_fields(block: str, what: str, max_line: int) -> _Fields:
             raise ProtocolError(f"Obsolete line folding is not supported: {_quote(line)}")
     matches = []
     for line in lines:
-        match = _FIELD_LINE.fullmatch(line)
-        if match is None:
+        field = _FIELD_LINE.fullmatch(line)
+        if field is None:
             raise ProtocolError(f"Invalid header line: {_quote(line)}")
-        matches.append(match)
+        matches.append(field)
     out = _Fields()
     headers = out.headers
     seen_length: str | None = None
@@ -292,12 +289,12 @@ class ResponseParser:
         """Absolute index just past the first blank line at or after ``_pos``, or -1 if incomplete."""
         buf = self._buf
         pos = self._pos
-        match = _BLOCK_END.search(buf, pos + self._scan)
-        if match is None:
+        block_end = _BLOCK_END.search(buf, pos + self._scan)
+        if block_end is None:
             self._scan = max(0, len(buf) - pos - 2)
             return -1
         self._scan = 0
-        return match.end()
+        return block_end.end()
 
     def _check_incomplete(self, what: str) -> None:
         buf = self._buf
@@ -324,18 +321,24 @@ class ResponseParser:
                 raise RuntimeError("read_head() before the previous body was read to its end")
         buf = self._buf
         pos = self._pos
-        if len(buf) > pos and buf[pos] < 0x21:
+        if len(buf) <= pos:  # nothing buffered (the usual first call, before the response arrives)
+            if self._eof:
+                self._state = _ERROR
+                raise ConnectionClosedError("unexpected end of stream before the response head")
+            return None
+        if buf[pos] < 0x21:
             nl = buf.find(b"\n", pos)
             raise self._fail(f"Unexpected status line: {_quote(buf[pos : nl if nl >= 0 else len(buf)])}")
-        end = self._find_block_end()
-        if end < 0:
+        block_end = _BLOCK_END.search(buf, pos + self._scan)
+        if block_end is None:
+            self._scan = max(0, len(buf) - pos - 2)
             self._check_incomplete("headers")
             if self._eof:
                 self._state = _ERROR
-                if len(buf) == pos:
-                    raise ConnectionClosedError("unexpected end of stream before the response head")
                 raise ProtocolError(f"unexpected end of stream in the response head: {_quote(buf[pos:])}")
             return None
+        self._scan = 0
+        end = block_end.end()
         size = end - pos
         if size > self._max_header:
             raise self._fail(f"response headers exceed {self._max_header} bytes")
@@ -353,9 +356,7 @@ class ResponseParser:
             if first.endswith("\r"):
                 first = first[:-1]
             if len(first) > self._max_line:
-                raise self._fail(
-                    f"response status line longer than {self._max_line} bytes: {_quote(first)}"
-                )
+                raise self._fail(f"response status line longer than {self._max_line} bytes: {_quote(first)}")
             match = _STATUS.match(text)
             if match is None:
                 raise self._fail(f"Unexpected status line: {_quote(first)}")
@@ -379,18 +380,21 @@ class ResponseParser:
         if stop < start:
             headers: list[tuple[str, str]] = []
         else:
-            headers = _FIELD_LINES.findall(text, start, stop)
+            headers = _FIELD_LINES.findall(text, start, stop + 1)
             slow = long_lines or len(headers) != text.count("\n", start, stop) + 1
             if not slow:
                 # the framing headers of the (now validated) block, in order
-                for name, value in _FRAMING.findall(text, start - 1, stop + 1):
+                for name, value in headers:
                     kind = len(name)
-                    if kind == 14:  # Content-Length
+                    if kind not in _FRAMING_LENGTHS:
+                        continue
+                    lower = name.lower()
+                    if lower == "content-length":
                         if length >= 0 or not (value.isdigit() and value.isascii() and len(value) < 19):
                             slow = True  # repeated, a list, not digits, or maybe too large
                             break
                         length = int(value)
-                    elif kind == 10:  # Connection
+                    elif lower == "connection":
                         value = value.lower()
                         if value == "keep-alive":
                             keep_alive_token = True
@@ -403,12 +407,12 @@ class ResponseParser:
                                     close = True
                                 elif token == "keep-alive":
                                     keep_alive_token = True
-                    elif kind == 17:  # Transfer-Encoding
+                    elif lower == "transfer-encoding":
                         if chunked or value.lower() != "chunked":
                             slow = True
                             break
                         chunked = True
-                    else:  # Content-Encoding: the last one counts
+                    elif lower == "content-encoding":
                         encoding = value
             if slow:
                 try:
