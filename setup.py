@@ -29,6 +29,7 @@ def discover() -> list:
     from setuptools import Extension
 
     extensions = []
+    shutil.rmtree(STAGING, ignore_errors=True)  # a stale staged .pxd would shadow the real one
     for pyx in sorted(ROOT.glob("fastnet/**/_*_c.pyx")):
         rel = pyx.relative_to(ROOT)
         name = ".".join(rel.with_suffix("").parts)
@@ -100,7 +101,7 @@ def extensions() -> list:
 def _cythonize(cythonize, exts: list) -> list:
     return cythonize(
         exts,
-        include_path=[str(STAGING), str(ROOT)],
+        include_path=[str(ROOT), str(STAGING)],
         language_level=3,
         compiler_directives={
             # pure sources are ordinary Python: keep negative indexing and bounds checks, and let only the

@@ -24,6 +24,7 @@ cdef class Headers:
     cdef public list _items
     cdef public object _index
     cdef public object _wire
+    cdef public object _heads
 
     @cython.locals(index=dict)
     cpdef dict _lookup(self)
@@ -83,7 +84,6 @@ cdef class RealConnection:
     cdef public object address
     cdef public CParser parser
     cdef public bytearray buf
-    cdef public object view
     cdef public double idle_at
     cdef public double created_at
     cdef public bint no_new_exchanges
@@ -199,7 +199,7 @@ cdef class ConnectInterceptor:
 cdef class CallServerInterceptor:
     cdef public dict head_cache
 
-    @cython.locals(headers=Headers)
+    @cython.locals(headers=Headers, heads=dict, head=bytes)
     cpdef bytes request_head(self, Request request, RealConnection conn)
     @cython.locals(exchange=Exchange, call=RealCall, request=Request, conn=RealConnection, response=Response,
                    head_request=bint, expect_continue=bint, body=RequestBody, status=int, body_mode=int,

@@ -141,6 +141,7 @@ def _headers_from_list(items: list) -> Headers:
     h._items = items
     h._index = None
     h._wire = None
+    h._heads = None
     return h
 
 
@@ -157,7 +158,7 @@ class Headers:
     violations raise ``ValueError`` naming the header.
     """
 
-    __slots__ = ("_items", "_index", "_wire")
+    __slots__ = ("_items", "_index", "_wire", "_heads")
 
     def __init__(self, data: Any = None) -> None:
         items: list = []
@@ -173,6 +174,7 @@ class Headers:
         self._items = items
         self._index = None
         self._wire = None
+        self._heads = None
 
     def _lookup(self) -> dict:
         index = self._index
@@ -788,7 +790,6 @@ class RealConnection:
         "address",
         "parser",
         "buf",
-        "view",
         "idle_at",
         "created_at",
         "no_new_exchanges",
@@ -812,7 +813,6 @@ class RealConnection:
         self.address = address
         self.parser = ResponseParser()
         self.buf = bytearray(RECV_BUFFER_SIZE)
-        self.view = memoryview(self.buf)
         now = time.monotonic()
         self.idle_at = now
         self.created_at = now
@@ -996,7 +996,7 @@ class Exchange:
             self.failed = True
             raise self.map_error(exc, "read") from exc
         if n:
-            conn.parser.feed(conn.view[:n])
+            conn.parser.feed_from(conn.buf, n)
         elif self.call.canceled:  # cancel() shut the socket down: that is no peer EOF
             self.failed = True
             raise self.map_error(CanceledError("canceled"), "read")
@@ -1511,6 +1511,7 @@ class BridgeInterceptor:
                 ]
             )
             headers.to_wire()
+            headers._heads = {}  # CallServer caches whole request heads built on this block
             self.defaults[key] = headers
         return headers
 
@@ -1626,6 +1627,20 @@ class CallServerInterceptor:
     def request_head(self, request: Request, conn: RealConnection) -> bytes:
         headers = request.headers
         url = request.url
+        heads = headers._heads
+        if heads is not None and not conn.http_proxy:
+            # a Bridge default header block: its whole request head is cached per method and target
+            key = request.method + url.target
+            head = heads.get(key)
+            if head is None:
+                head = b"%s %s HTTP/1.1\r\n%b\r\n" % (
+                    request.method.encode("ascii"),
+                    url.target.encode("ascii"),
+                    headers.to_wire(),
+                )
+                if len(heads) < 512:
+                    heads[key] = head
+            return head
         if conn.http_proxy and not url.is_https:
             # absolute-form through an HTTP proxy, with the proxy's own credentials when it has them
             target = f"{url.scheme}://{url.host_header}{url.target}"

@@ -30,6 +30,7 @@ cdef class ResponseParser:
 
     cdef int _append(self, const char* data, Py_ssize_t n) except -1
     cpdef feed(self, object data)
+    cpdef feed_from(self, bytearray buffer, Py_ssize_t n)
     cpdef bytes take_buffered(self)
     cpdef skip_body_bytes(self, int64_t n)
     cdef object _fail(self, str message)

@@ -16,6 +16,7 @@ by ``CRLF`` (as h11 requires).
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.unicode cimport PyUnicode_DecodeLatin1
@@ -179,6 +180,16 @@ cdef class ResponseParser:
                 self._append(<const char*>view.buf, view.len)
         finally:
             PyBuffer_Release(&view)
+
+    cpdef feed_from(self, bytearray buffer, Py_ssize_t n):
+        """Append the first ``n`` bytes of ``buffer`` (a connection's receive buffer), without a
+        memoryview slice per read; ``n == 0`` means EOF."""
+        if n == 0:
+            self._eof = 1
+        else:
+            if n > len(buffer):
+                raise ValueError("n is larger than the buffer")
+            self._append(PyByteArray_AS_STRING(buffer), n)
 
     cpdef bytes take_buffered(self):
         """Return and forget the bytes received but not consumed (e.g. after a 101 or a CONNECT)."""

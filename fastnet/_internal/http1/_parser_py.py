@@ -249,6 +249,12 @@ class ResponseParser:
             self._pos = 0
         buf += data
 
+    def feed_from(self, buffer: bytearray, n: int) -> None:
+        """Append the first ``n`` bytes of ``buffer`` (a connection's receive buffer); 0 means EOF."""
+        if n > len(buffer):
+            raise ValueError("n is larger than the buffer")
+        self.feed(memoryview(buffer)[:n])
+
     def take_buffered(self) -> bytes:
         """Return and forget the bytes received but not consumed (e.g. after a 101 or a CONNECT)."""
         buf = self._buf
