@@ -197,8 +197,6 @@ cdef class ConnectInterceptor:
 
 
 cdef class CallServerInterceptor:
-    cdef public dict head_cache
-
     @cython.locals(headers=Headers, heads=dict, head=bytes)
     cpdef bytes request_head(self, Request request, RealConnection conn)
     @cython.locals(exchange=Exchange, call=RealCall, request=Request, conn=RealConnection, response=Response,

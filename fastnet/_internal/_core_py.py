@@ -254,18 +254,6 @@ class Headers:
             return self
         return _headers_from_list([p for p in self._items if p[0].lower() != key])
 
-    def merged(self, other: Any) -> Headers:
-        """A copy where every name in ``other`` replaces the fields of that name here."""
-        if other is None:
-            return self
-        extra = other if isinstance(other, Headers) else Headers(other)
-        if not extra._items:
-            return self
-        drop = {n.lower() for n, _ in extra._items}
-        items = [p for p in self._items if p[0].lower() not in drop]
-        items.extend(extra._items)
-        return _headers_from_list(items)
-
     def to_wire(self) -> bytes:
         """The header block as sent: ``Name: value\\r\\n`` per field (cached)."""
         wire = self._wire
@@ -1619,10 +1607,7 @@ class ConnectInterceptor:
 class CallServerInterceptor:
     """Writes the request, reads the response head and returns a response whose body streams."""
 
-    __slots__ = ("head_cache",)
-
-    def __init__(self) -> None:
-        self.head_cache = {}
+    __slots__ = ()
 
     def request_head(self, request: Request, conn: RealConnection) -> bytes:
         headers = request.headers
