@@ -882,7 +882,9 @@ def _tls_peek_healthy(sock: Any) -> bool:
 
 
 class Exchange:
-    """One request/response on one connection: write the request, read the head, stream the body."""
+    """One request/response on one connection: write the request, read the head, stream the body.
+
+    Built by ``_new_exchange`` (no ``__init__``: the per-request path skips argument parsing)."""
 
     __slots__ = (
         "call",
@@ -897,19 +899,6 @@ class Exchange:
         "head_request",
         "content_encoding",
     )
-
-    def __init__(self, call: RealCall, connection: RealConnection) -> None:
-        self.call = call
-        self.connection = connection
-        self.request = None
-        self.body_mode = BODY_NONE
-        self.keep_alive = False
-        self.done = False
-        self.decompressor = None
-        self.body_bytes = 0
-        self.failed = False
-        self.head_request = False
-        self.content_encoding = ""
 
     # -- writing --------------------------------------------------------------------------------
 
