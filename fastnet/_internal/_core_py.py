@@ -1860,6 +1860,7 @@ class RealCall:
             self.end()
 
     def end(self) -> None:
+        self.finder = None  # the finder points back at this call: no cycle left for the collector
         if self.finished:
             return
         self.finished = True
@@ -1869,6 +1870,7 @@ class RealCall:
             self.events.call_end(self)
 
     def fail(self, exc: BaseException) -> None:
+        self.finder = None
         conn = self.connection
         if conn is not None:
             self.connection = None
