@@ -124,6 +124,7 @@ class URL:
         "fragment",
         "target",
         "host_header",
+        "origin_key",
         "_text",
         "_hash",
     )
@@ -140,6 +141,8 @@ class URL:
     target: str
     #: The ``Host`` header value: host, plus ``:port`` when it is not the scheme's default.
     host_header: str
+    #: ``scheme://host:port``, port always present: one string that identifies the origin.
+    origin_key: str
 
     def __new__(cls, url: str | URL = "") -> URL:
         if isinstance(url, URL):
@@ -228,6 +231,7 @@ class URL:
         self.target = self.path if query is None else f"{self.path}?{query}"
         literal = f"[{self.host}]" if ":" in self.host else self.host
         self.host_header = literal if port == DEFAULT_PORTS[scheme] else f"{literal}:{port}"
+        self.origin_key = f"{scheme}://{literal}:{port}"
         self._text = None
         self._hash = None
 

@@ -234,6 +234,11 @@ cdef class RealCall:
     cpdef fail(self, object exc)
 
 
+cdef _init_call(RealCall call, ClientCore client, Request request)
+@cython.locals(call=RealCall)
+cdef RealCall _new_call(ClientCore client, Request request)
+
+
 cdef class ClientCore:
     cdef public double connect_timeout
     cdef public double read_timeout
@@ -262,6 +267,6 @@ cdef class ClientCore:
     cpdef Response request(self, str method, object url, object headers, object body, object json, bint stream,
                            object proxy)
     cpdef Response get(self, object url, object headers=*, object proxy=*)
-    @cython.locals(conn=RealConnection, pool=RealConnectionPool)
+    @cython.locals(conn=RealConnection, pool=RealConnectionPool, now=double)
     cpdef RealConnection acquire_connection(self, RealCall call, Request request, RealInterceptorChain chain)
     cpdef route_failed(self, RealCall call, RealConnection conn, object exc)

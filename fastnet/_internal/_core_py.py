@@ -80,6 +80,7 @@ PROBE_IDLE_AFTER = 1.0
 DRAIN_TIMEOUT = 0.1
 MAX_FOLLOW_UPS = 20
 _GEVENT = socket.socket.__module__.startswith("gevent")
+_monotonic = time.monotonic
 _RAW_RECV = socket.socket.recv
 
 _SENSITIVE = frozenset(("authorization", "cookie", "proxy-authorization", "set-cookie"))
@@ -1726,20 +1727,7 @@ class RealCall:
     )
 
     def __init__(self, client: ClientCore, request: Request) -> None:
-        self.client = client
-        self.request = request
-        self.events = client.new_events(self)
-        self.executed = False
-        self.canceled = False
-        self.timed_out = False
-        self.connection = None
-        self.exchange = None
-        self.finder = None
-        self.last_failure = None
-        self.deadline = 0.0
-        self.finished = False
-        self.returned = False
-        self.wakeup = None
+        _init_call(self, client, request)
 
     @property
     def is_executed(self) -> bool:
@@ -1891,6 +1879,30 @@ class RealCall:
         return f"<Call {self.request.method} {self.request.url.redacted()}>"
 
 
+def _init_call(call: RealCall, client: ClientCore, request: Request) -> None:
+    call.client = client
+    call.request = request
+    call.executed = False
+    call.canceled = False
+    call.timed_out = False
+    call.connection = None
+    call.exchange = None
+    call.finder = None
+    call.last_failure = None
+    call.deadline = 0.0
+    call.finished = False
+    call.returned = False
+    call.wakeup = None
+    call.events = client.new_events(call)
+
+
+def _new_call(client: ClientCore, request: Request) -> RealCall:
+    """A RealCall without ``__init__`` argument parsing (the per-request path)."""
+    call = RealCall.__new__(RealCall)
+    _init_call(call, client, request)
+    return call
+
+
 # ------------------------------------------------------------------------------------------------
 # ClientCore: the typed half of Client
 # ------------------------------------------------------------------------------------------------
@@ -1968,7 +1980,7 @@ class ClientCore:
             request = _make_request(method, cached, _EMPTY_HEADERS, None, proxy, None)
         else:
             request = Request(method, url, headers, body, json, proxy)
-        call = RealCall(self, request)
+        call = _new_call(self, request)
         response = call.execute()
         if not stream and response._exchange is not None:
             try:
@@ -1985,7 +1997,7 @@ class ClientCore:
     def acquire_connection(self, call: RealCall, request: Request, chain: RealInterceptorChain) -> RealConnection:
         url = request.url
         proxy = request.proxy
-        key = (url.scheme, url.host, url.port, proxy)
+        key = url.origin_key if proxy is None else (url.origin_key, proxy)
         address = self.addresses.get(key)
         if address is None:
             address = self.connector.address_for(url, proxy)
@@ -1994,12 +2006,13 @@ class ClientCore:
             self.addresses[key] = address
         pool = self.pool
         while True:
-            conn = pool.acquire(address)
+            now = _monotonic()
+            conn = pool.acquire(address, now)
             if conn is None:
                 if pool.max_per_host > 0 and pool.wait_for_slot(address, call.deadline):
                     continue  # a call released a connection to this address while we waited
                 break
-            if time.monotonic() - conn.idle_at < PROBE_IDLE_AFTER or conn.is_healthy():
+            if now - conn.idle_at < PROBE_IDLE_AFTER or conn.is_healthy():
                 break
             pool.release(conn, False)
         if conn is None:

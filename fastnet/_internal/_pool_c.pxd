@@ -13,8 +13,8 @@ cdef class RealConnectionPool:
     cdef public object cond
     cdef public bint closed
 
-    @cython.locals(stack=list, now=double, keep_alive=double)
-    cpdef object acquire(self, object address)
+    @cython.locals(stack=list, keep_alive=double)
+    cpdef object acquire(self, object address, double now)
     cpdef reserve(self, object host, double deadline)
     cpdef unreserve(self, object host)
     cpdef register(self, object conn)

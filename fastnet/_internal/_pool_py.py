@@ -37,14 +37,14 @@ class RealConnectionPool:
         self.cond = threading.Condition(self.lock)
         self.closed = False
 
-    def acquire(self, address: Any) -> Any:
-        """Take the most recently used idle connection for ``address``, or None."""
+    def acquire(self, address: Any, now: float) -> Any:
+        """Take the most recently used idle connection for ``address``, or None (``now`` is
+        ``time.monotonic()``, which the caller needs too)."""
         stack = self.idle.get(address)
         if not stack:
             return None
         found = None
         expired = None
-        now = time.monotonic()
         keep_alive = self.keep_alive
         lock = self.lock
         lock.acquire()
