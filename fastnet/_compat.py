@@ -8,8 +8,8 @@ broken build cannot pass silently. ``"0"``, ``"false"``, ``"no"``, ``"off"`` and
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from types import ModuleType
-from typing import Callable
 
 __all__ = ["NO_EXTENSIONS", "REQUIRE_EXTENSIONS", "env_flag", "pick"]
 

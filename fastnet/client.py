@@ -9,7 +9,8 @@ that name the option; the per-request work happens in the compiled ``ClientCore`
 from __future__ import annotations
 
 import ssl
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import certifi
 
@@ -84,7 +85,9 @@ def _interceptor(name: str, item: Any) -> Any:
         return item
     if callable(item):
         return FunctionInterceptor(item)
-    raise TypeError(f"{name} entries must be Interceptors or functions taking a chain, not {type(item).__name__}")
+    raise TypeError(
+        f"{name} entries must be Interceptors or functions taking a chain, not {type(item).__name__}"
+    )
 
 
 def _ssl_context(verify: Any) -> ssl.SSLContext:
@@ -142,7 +145,9 @@ class Client:
         core.call_timeout = _timeout("call_timeout", s["call_timeout"])
         core.follow_redirects = _bool("follow_redirects", s["follow_redirects"])
         core.follow_ssl_redirects = _bool("follow_ssl_redirects", s["follow_ssl_redirects"])
-        core.retry_on_connection_failure = _bool("retry_on_connection_failure", s["retry_on_connection_failure"])
+        core.retry_on_connection_failure = _bool(
+            "retry_on_connection_failure", s["retry_on_connection_failure"]
+        )
         max_follow_ups = s["max_follow_ups"]
         if isinstance(max_follow_ups, bool) or not isinstance(max_follow_ups, int) or max_follow_ups < 0:
             raise ValueError(f"max_follow_ups must be an int >= 0, not {max_follow_ups!r}")
@@ -205,9 +210,11 @@ class Client:
         pool = s["connection_pool"]
         per_host = s["max_connections_per_host"]
         if pool is None:
-            if shared is not None and shared._settings["connection_pool"] is None and per_host == shared._settings[
-                "max_connections_per_host"
-            ]:
+            if (
+                shared is not None
+                and shared._settings["connection_pool"] is None
+                and per_host == shared._settings["max_connections_per_host"]
+            ):
                 pool = shared._pool
             else:
                 pool = ConnectionPool(max_connections_per_host=per_host)
@@ -233,10 +240,16 @@ class Client:
         self._dns = dns
 
         if proxy is None and selector is None:
-            if shared is not None and "trust_env" not in s.get("_changed", ()) and shared._selector is not None:
+            if (
+                shared is not None
+                and "trust_env" not in s.get("_changed", ())
+                and shared._selector is not None
+            ):
                 selector = shared._selector
             elif s["trust_env"]:
-                selector = EnvProxySelector()
+                env = EnvProxySelector()
+                # no proxy variables at all: no selector, so new connections skip a call per route
+                selector = env if (env.http is not None or env.https is not None) else None
         self._selector = selector
         route_changed = shared is None or bool(_ROUTE_OPTIONS & set(s.get("_changed", ())))
         route_database = RouteDatabase() if route_changed else shared._route_database  # type: ignore[union-attr]
@@ -356,7 +369,9 @@ class Client:
     def options(self, url: Any, *, headers: Any = None, proxy: Proxy | None = None) -> Response:
         return self._request("OPTIONS", url, headers, None, None, False, proxy)
 
-    def delete(self, url: Any, *, headers: Any = None, body: Any = None, proxy: Proxy | None = None) -> Response:
+    def delete(
+        self, url: Any, *, headers: Any = None, body: Any = None, proxy: Proxy | None = None
+    ) -> Response:
         return self._request("DELETE", url, headers, body, None, False, proxy)
 
     def post(

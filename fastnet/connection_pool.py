@@ -43,7 +43,9 @@ class ConnectionPool:
         self.max_idle_connections = max_idle_connections
         self.keep_alive = float(keep_alive)
         self.max_connections_per_host = max_connections_per_host
-        self._real = RealConnectionPool(max_idle_connections, float(keep_alive), max_connections_per_host or 0)
+        self._real = RealConnectionPool(
+            max_idle_connections, float(keep_alive), max_connections_per_host or 0
+        )
 
     def connection_count(self) -> int:
         """Connections this pool holds, idle and in use."""
@@ -61,8 +63,10 @@ class ConnectionPool:
         return int(self._real.cleanup())
 
     def __repr__(self) -> str:
-        return (f"<ConnectionPool {self.connection_count()} connections, {self.idle_connection_count()} idle, "
-                f"max_idle={self.max_idle_connections}, keep_alive={self.keep_alive}>")
+        return (
+            f"<ConnectionPool {self.connection_count()} connections, {self.idle_connection_count()} idle, "
+            f"max_idle={self.max_idle_connections}, keep_alive={self.keep_alive}>"
+        )
 
     def __reduce__(self) -> Any:  # pragma: no cover - pools hold sockets
         raise TypeError("ConnectionPool cannot be pickled")

@@ -29,7 +29,7 @@ _PATH_SAFE = "/!$&'()*+,;=:@-._~%"
 _QUERY_SAFE = _PATH_SAFE + "?"
 # reg-name characters that can never be part of a host (RFC 3986 gen-delims, WHATWG forbidden host
 # code points); IDNA handles the rest.
-_FORBIDDEN_HOST = set(" #%/:<>?@[\\]^|\"`{}")
+_FORBIDDEN_HOST = set(' #%/:<>?@[\\]^|"`{}')
 
 _cache: dict[str, URL] = {}
 _CACHE_MAX = 4096
@@ -326,9 +326,11 @@ class URL:
         host_lit = f"[{host}]" if ":" in host else host
         userinfo = ""
         if parts["username"] or parts["password"]:
-            userinfo = quote(parts["username"], safe="") + (
-                ":" + quote(parts["password"], safe="") if parts["password"] else ""
-            ) + "@"
+            userinfo = (
+                quote(parts["username"], safe="")
+                + (":" + quote(parts["password"], safe="") if parts["password"] else "")
+                + "@"
+            )
         text = f"{scheme}://{userinfo}{host_lit}:{port}{parts['path'] or '/'}"
         if parts["query"] is not None:
             text += "?" + parts["query"]

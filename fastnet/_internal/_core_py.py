@@ -88,14 +88,35 @@ _SENSITIVE = frozenset(("authorization", "cookie", "proxy-authorization", "set-c
 #                  "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
 _TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _STATUS_REASONS = {
-    100: "Continue", 101: "Switching Protocols", 200: "OK", 201: "Created", 202: "Accepted",
-    204: "No Content", 206: "Partial Content", 301: "Moved Permanently", 302: "Found",
-    303: "See Other", 304: "Not Modified", 307: "Temporary Redirect", 308: "Permanent Redirect",
-    400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    405: "Method Not Allowed", 407: "Proxy Authentication Required", 408: "Request Timeout",
-    409: "Conflict", 410: "Gone", 413: "Content Too Large", 429: "Too Many Requests",
-    500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
-    503: "Service Unavailable", 504: "Gateway Timeout",
+    100: "Continue",
+    101: "Switching Protocols",
+    200: "OK",
+    201: "Created",
+    202: "Accepted",
+    204: "No Content",
+    206: "Partial Content",
+    301: "Moved Permanently",
+    302: "Found",
+    303: "See Other",
+    304: "Not Modified",
+    307: "Temporary Redirect",
+    308: "Permanent Redirect",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    407: "Proxy Authentication Required",
+    408: "Request Timeout",
+    409: "Conflict",
+    410: "Gone",
+    413: "Content Too Large",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
 }
 # Methods that announce an empty body with ``Content-Length: 0`` (RFC 9110 §8.6).
 _EMPTY_BODY_LENGTH = frozenset(("POST", "PUT", "PATCH"))
@@ -352,8 +373,10 @@ class RequestBody:
             self.length = -1
             self.one_shot = True if one_shot is None else bool(one_shot)
             return
-        raise TypeError(f"request body must be bytes, str, a file object or an iterator of bytes, "
-                        f"not {type(data).__name__}")
+        raise TypeError(
+            f"request body must be bytes, str, a file object or an iterator of bytes, "
+            f"not {type(data).__name__}"
+        )
 
     @property
     def content(self) -> bytes | None:
@@ -654,7 +677,9 @@ class Response:
         exchange = self._exchange
         if exchange is None:
             if self._unreadable:
-                raise RuntimeError("the body of a prior response is unreadable (it was closed by a follow-up)")
+                raise RuntimeError(
+                    "the body of a prior response is unreadable (it was closed by a follow-up)"
+                )
             content = self._content
             if chunk_size is None or chunk_size <= 0:
                 if content:
@@ -794,7 +819,9 @@ class RealConnection:
         "__weakref__",
     )
 
-    def __init__(self, sock: Any, route: Any, address: Any, is_tls: bool = False, http_proxy: bool = False) -> None:
+    def __init__(
+        self, sock: Any, route: Any, address: Any, is_tls: bool = False, http_proxy: bool = False
+    ) -> None:
         self.sock = sock
         self.sendall = sock.sendall
         self.recv_into = sock.recv_into
@@ -1437,7 +1464,9 @@ class RetryAndFollowUpInterceptor:
             call.finder = None
             request = follow_up
 
-    def recover(self, exc: NetworkError, call: RealCall, request: Request, chain: RealInterceptorChain) -> bool:
+    def recover(
+        self, exc: NetworkError, call: RealCall, request: Request, chain: RealInterceptorChain
+    ) -> bool:
         """Whether a failure may be retried (seed 001 §2.2, reference §10.2), in this order."""
         if not self.client.retry_on_connection_failure:
             return False
@@ -1570,7 +1599,9 @@ def _save_cookies(jar: Any, url: URL, values: list) -> None:
 
 
 def _copy_head(response: Response) -> Response:
-    copy = Response(response.status_code, response.headers, b"", response.request, response.reason, response.protocol)
+    copy = Response(
+        response.status_code, response.headers, b"", response.request, response.reason, response.protocol
+    )
     copy._unreadable = True
     return copy
 
@@ -1773,7 +1804,7 @@ class RealCall:
             if isinstance(exc, NetworkError):
                 if self.canceled and not isinstance(exc, (CanceledError, CallTimeout, PoolTimeout)):
                     raise self.canceled_error(request) from exc
-                raise exc._locate(request.url, None)
+                exc._locate(request.url, None)
             raise
         self.returned = True
         if response._exchange is None:
@@ -1994,7 +2025,9 @@ class ClientCore:
         """``Client.get`` without a Python frame in between (the client binds this method)."""
         return self.request("GET", url, headers, None, None, False, proxy)
 
-    def acquire_connection(self, call: RealCall, request: Request, chain: RealInterceptorChain) -> RealConnection:
+    def acquire_connection(
+        self, call: RealCall, request: Request, chain: RealInterceptorChain
+    ) -> RealConnection:
         url = request.url
         proxy = request.proxy
         key = url.origin_key if proxy is None else (url.origin_key, proxy)

@@ -24,7 +24,17 @@ __all__ = ["RealConnectionPool"]
 class RealConnectionPool:
     """The pool's machinery; ``fastnet.ConnectionPool`` is its public face."""
 
-    __slots__ = ("max_idle", "keep_alive", "max_per_host", "idle", "order", "counts", "lock", "cond", "closed")
+    __slots__ = (
+        "max_idle",
+        "keep_alive",
+        "max_per_host",
+        "idle",
+        "order",
+        "counts",
+        "lock",
+        "cond",
+        "closed",
+    )
 
     def __init__(self, max_idle: int, keep_alive: float, max_per_host: int) -> None:
         self.max_idle = max_idle
@@ -85,8 +95,11 @@ class RealConnectionPool:
                         continue
                     wait = 3600.0 if deadline <= 0 else deadline - time.monotonic()
                     if wait <= 0:
-                        raise PoolTimeout(f"no connection slot for {host} within the call timeout "
-                                          f"(max_connections_per_host={limit})", phase="connect")
+                        raise PoolTimeout(
+                            f"no connection slot for {host} within the call timeout "
+                            f"(max_connections_per_host={limit})",
+                            phase="connect",
+                        )
                     self.cond.wait(min(wait, 0.5))
                     count = self.counts.get(host, 0)
             self.counts[host] = count + 1
@@ -105,8 +118,11 @@ class RealConnectionPool:
                     return False
                 wait = 3600.0 if deadline <= 0 else deadline - time.monotonic()
                 if wait <= 0:
-                    raise PoolTimeout(f"no connection slot for {host} within the call timeout "
-                                      f"(max_connections_per_host={limit})", phase="connect")
+                    raise PoolTimeout(
+                        f"no connection slot for {host} within the call timeout "
+                        f"(max_connections_per_host={limit})",
+                        phase="connect",
+                    )
                 self.cond.wait(min(wait, 0.5))
 
     def unreserve(self, host: Any) -> None:

@@ -206,8 +206,10 @@ def connect_tcp(
             if on_overtaken is not None and winner is not None and attempt.deadline < winner.deadline:
                 on_overtaken(
                     attempt.route,
-                    ConnectTimeout(f"Connect to {_describe(attempt.target)} was overtaken by a faster address",
-                                   phase="connect"),
+                    ConnectTimeout(
+                        f"Connect to {_describe(attempt.target)} was overtaken by a faster address",
+                        phase="connect",
+                    ),
                 )
     selector.close()
     if winner is None:
@@ -240,18 +242,25 @@ def _connect_one(
         sock = socket.socket(family, socket.SOCK_STREAM)
         if timeout is not None:
             whole = int(timeout)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
-                            struct.pack("ll", whole, max(1, int((timeout - whole) * 1e6)) if whole == 0
-                                        else int((timeout - whole) * 1e6)))
+            sock.setsockopt(
+                socket.SOL_SOCKET,
+                socket.SO_SNDTIMEO,
+                struct.pack(
+                    "ll",
+                    whole,
+                    max(1, int((timeout - whole) * 1e6)) if whole == 0 else int((timeout - whole) * 1e6),
+                ),
+            )
         if on_socket is not None:
             on_socket(sock)
         sock.connect(sockaddr)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    except (BlockingIOError, socket.timeout) as exc:
+    except (TimeoutError, BlockingIOError) as exc:
         if sock is not None:
             sock.close()
-        error: BaseException = ConnectTimeout(f"Connect to {_describe(target)} timed out after {timeout:g} s",
-                                              phase="connect")
+        error: BaseException = ConnectTimeout(
+            f"Connect to {_describe(target)} timed out after {timeout:g} s", phase="connect"
+        )
         error.__cause__ = exc
         failures = [(route, error)]
         if on_failure is not None:

@@ -92,8 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     get = sub.add_parser("get", help="fetch a URL and print status, headers and body")
     get.add_argument("url", nargs="?", help="the URL; without one, an embedded loopback server is used")
-    get.add_argument("-H", "--header", action="append", default=[], type=_parse_header,
-                     help="request header 'Name: value' (repeatable)")
+    get.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        default=[],
+        type=_parse_header,
+        help="request header 'Name: value' (repeatable)",
+    )
     get.add_argument("-d", "--data", help="request body (makes the method POST unless -X is given)")
     get.add_argument("-X", "--method", help="request method (default GET, or POST with -d)")
     get.add_argument("-v", "--verbose", action="store_true", help="show the request and each phase's timing")
@@ -124,8 +130,12 @@ def main(argv: list[str] | None = None) -> int:
             verify=not args.insecure,
         ) as client:
             try:
-                response = client.request(method, url, headers=args.header or None,
-                                          body=args.data.encode() if args.data is not None else None)
+                response = client.request(
+                    method,
+                    url,
+                    headers=args.header or None,
+                    body=args.data.encode() if args.data is not None else None,
+                )
             except (fastnet.NetworkError, ValueError, TypeError) as exc:
                 print(f"fastnet: {type(exc).__name__}: {exc}", file=sys.stderr)
                 return 1

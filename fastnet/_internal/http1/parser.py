@@ -33,7 +33,6 @@ BODY_CHUNKED = 2
 BODY_UNTIL_CLOSE = 3
 
 
-
 def _receive_exact_py(recv_into: Any, head: bytes, total: int) -> tuple[bytes, int]:
     """Pure twin of ``_parser_c.receive_exact``: receive the rest of a ``total``-byte body into one buffer."""
     out = bytearray(total)
