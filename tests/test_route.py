@@ -206,3 +206,10 @@ def test_route_string_form_never_shows_proxy_password(rs: types.ModuleType) -> N
 )
 def test_route_is_ip_literal(rs: types.ModuleType, host: str, literal: bool) -> None:
     assert rs.is_ip_literal(host) is literal
+
+
+def test_route_str_names_a_proxy_on_the_origin_ip(rs: types.ModuleType) -> None:
+    address = rs.Address("http", "127.0.0.1", 19080)
+    via = rs.Route(address, Proxy.http("127.0.0.1", 3128), ("127.0.0.1", 3128))
+    assert str(via) == "127.0.0.1:19080 via proxy 127.0.0.1:3128"
+    assert str(rs.Route(address, Proxy.NO_PROXY, ("127.0.0.1", 19080))) == "127.0.0.1:19080"

@@ -262,7 +262,7 @@ class Route:
         text = _bracket(host)
         if url_port != socket_port or host == socket_ip:
             text += ":" + str(url_port)
-        if host != socket_ip:
+        if host != socket_ip or not self.proxy.is_direct:  # a proxy is always named, even on the same IP
             text += " at " if self.proxy.is_direct else " via proxy "
             text += "<unresolved>" if socket_ip is None else _bracket(socket_ip)
             text += ":" + str(socket_port)
