@@ -31,5 +31,7 @@ cdef class RealConnectionPool:
     cpdef int connection_count(self)
     cpdef int idle_connection_count(self)
     cpdef close(self)
-    @cython.locals(limit=int, wait=double)
+    @cython.locals(limit=int)
     cpdef bint wait_for_slot(self, object address, double deadline) except -1
+    @cython.locals(wait=double)
+    cdef _wait_for_release(self, object host, double deadline)

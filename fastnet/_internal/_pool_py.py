@@ -93,14 +93,7 @@ class RealConnectionPool:
                         victim.close()
                         count = self.counts.get(host, 0)
                         continue
-                    wait = 3600.0 if deadline <= 0 else deadline - time.monotonic()
-                    if wait <= 0:
-                        raise PoolTimeout(
-                            f"no connection slot for {host} within the call timeout "
-                            f"(max_connections_per_host={limit})",
-                            phase="connect",
-                        )
-                    self.cond.wait(min(wait, 0.5))
+                    self._wait_for_release(host, deadline)
                     count = self.counts.get(host, 0)
             self.counts[host] = count + 1
 
@@ -116,14 +109,19 @@ class RealConnectionPool:
                     return True
                 if self.counts.get(host, 0) < limit or self._idle_victim(host) is not None:
                     return False
-                wait = 3600.0 if deadline <= 0 else deadline - time.monotonic()
-                if wait <= 0:
-                    raise PoolTimeout(
-                        f"no connection slot for {host} within the call timeout "
-                        f"(max_connections_per_host={limit})",
-                        phase="connect",
-                    )
-                self.cond.wait(min(wait, 0.5))
+                self._wait_for_release(host, deadline)
+
+    def _wait_for_release(self, host: Any, deadline: float) -> None:
+        """Under the lock: wait (at most 0.5 s at a time) for a connection to ``host`` to be released;
+        ``PoolTimeout`` once the call's deadline (0: none) has passed."""
+        wait = 3600.0 if deadline <= 0 else deadline - time.monotonic()
+        if wait <= 0:
+            raise PoolTimeout(
+                f"no connection slot for {host} within the call timeout "
+                f"(max_connections_per_host={self.max_per_host})",
+                phase="connect",
+            )
+        self.cond.wait(min(wait, 0.5))
 
     def unreserve(self, host: Any) -> None:
         with self.cond:
