@@ -4,11 +4,18 @@ Every accelerated unit is a triplet (see fastnet/_compat.py): ``_x_c.pyx`` is co
 ``_x_c.pxd`` beside a pure source ``_x_py.py`` is Cython's pure-Python mode, so the pure source is
 copied to ``build/cython/<pkg>/_x_c.py`` (the module must be called ``_x_c``) and compiled there with
 its ``.pxd``. ``FASTNET_NO_EXTENSIONS=1``, a missing Cython or a failing compiler give the pure build.
+
+One rewrite happens while staging: a pure source imports other units through their dispatchers
+(``from fastnet.headers import Headers``), but Cython accepts a Python import of a class its ``.pxd``
+cimports only from the module that defines that class. So in the staged copy, and only there, an import
+from a unit's dispatcher becomes an import from its compiled twin (``from fastnet._headers_c import
+Headers``); that is what lets a compiled unit subclass, construct and call another unit's classes in C.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -25,11 +32,34 @@ def flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() not in OFF
 
 
+def compiled_twins() -> dict[str, str]:
+    """Every unit's dispatcher module and its compiled twin: ``fastnet.headers`` -> ``fastnet._headers_c``."""
+    twins = {}
+    for path in [*ROOT.glob("fastnet/**/_*_c.pxd"), *ROOT.glob("fastnet/**/_*_c.pyx")]:
+        unit = path.stem[1:-2]  # "_headers_c" -> "headers"
+        dispatcher = path.with_name(unit + ".py")
+        if dispatcher.exists():
+            package = ".".join(path.relative_to(ROOT).parent.parts)
+            twins[f"{package}.{unit}"] = f"{package}.{path.stem}"
+    return twins
+
+
+_FROM_IMPORT = re.compile(r"^(\s*from\s+)(fastnet(?:\.\w+)+)(\s+import\b)", re.MULTILINE)
+
+
+def stage_source(source: Path, staged: Path, twins: dict[str, str]) -> None:
+    """Copy a pure source for compilation, its imports from dispatchers pointed at the compiled twins."""
+    text = _FROM_IMPORT.sub(lambda m: m.group(1) + twins.get(m.group(2), m.group(2)) + m.group(3),
+                            source.read_text(encoding="utf-8"))
+    staged.write_text(text, encoding="utf-8")
+
+
 def discover() -> list:
     from setuptools import Extension
 
     extensions = []
     shutil.rmtree(STAGING, ignore_errors=True)  # a stale staged .pxd would shadow the real one
+    twins = compiled_twins()
     for pyx in sorted(ROOT.glob("fastnet/**/_*_c.pyx")):
         rel = pyx.relative_to(ROOT)
         name = ".".join(rel.with_suffix("").parts)
@@ -45,7 +75,7 @@ def discover() -> list:
             init = STAGING / parent / "__init__.py"
             if parent != Path(".") and not init.exists():
                 init.write_text("")
-        shutil.copyfile(source, staged)
+        stage_source(source, staged, twins)
         shutil.copyfile(pxd, staged.with_suffix(".pxd"))
         name = ".".join(rel.with_suffix("").parts)
         extensions.append(Extension(name, [str(staged.relative_to(ROOT))]))

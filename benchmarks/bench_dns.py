@@ -17,8 +17,9 @@ import socket
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -109,7 +110,7 @@ def bench_end_to_end(n: int) -> None:
         try:
             start = time.perf_counter()
             for _ in range(n):
-                client.get("http://app.test:19080/whoami", headers=close).content
+                _ = client.get("http://app.test:19080/whoami", headers=close).content
             rows.append((label, (time.perf_counter() - start) / n * 1e6))
         finally:
             client.close()
@@ -119,7 +120,7 @@ def bench_end_to_end(n: int) -> None:
         with requests.Session() as session:
             start = time.perf_counter()
             for _ in range(n):
-                session.get("http://localhost:19080/whoami", headers=close).content
+                _ = session.get("http://localhost:19080/whoami", headers=close).content
             rows.append(("requests, system resolver, localhost", (time.perf_counter() - start) / n * 1e6))
     except ImportError:
         pass
@@ -129,7 +130,7 @@ def bench_end_to_end(n: int) -> None:
         with urllib3.PoolManager() as pool:
             start = time.perf_counter()
             for _ in range(n):
-                pool.request("GET", "http://localhost:19080/whoami", headers=close).data
+                _ = pool.request("GET", "http://localhost:19080/whoami", headers=close).data
             rows.append(("urllib3, system resolver, localhost", (time.perf_counter() - start) / n * 1e6))
     except ImportError:
         pass

@@ -62,7 +62,7 @@ def _raw_factory(resolve_each: bool) -> Callable[[str, int], Any]:
                         if not k or buf[:got].endswith(b"ok"):
                             break
             elapsed = time.perf_counter() - t0
-            _check(200 if buf.startswith(b"HTTP/1.1 200") else 0, bytes(buf[got - 2: got]))
+            _check(200 if buf.startswith(b"HTTP/1.1 200") else 0, bytes(buf[got - 2 : got]))
             return elapsed
 
         return run, lambda: None
@@ -176,8 +176,9 @@ def main(argv: list[str] | None = None) -> int:
             runners[name] = run
             stops.append(stop)
         try:
-            results.update(common.run_rounds(runners, rounds, 0.0, fixed_n=per_round,
-                                             deadline_s=args.deadline, log=log))
+            results.update(
+                common.run_rounds(runners, rounds, 0.0, fixed_n=per_round, deadline_s=args.deadline, log=log)
+            )
         finally:
             for stop in stops:
                 try:
@@ -195,8 +196,12 @@ def main(argv: list[str] | None = None) -> int:
         ratio = f"{t.median / base.median:.2f}×" if base is not None and base.median else "–"
         rows.append([name, f"{t.median * 1e6:.1f}", f"{1.0 / t.median:.0f}", ratio])
     table = common.markdown_table(
-        [f"client (GET http://{_NAME}:PORT/2b, Connection: close)", "µs/request", "requests/s",
-         "time vs urllib3"],
+        [
+            f"client (GET http://{_NAME}:PORT/2b, Connection: close)",
+            "µs/request",
+            "requests/s",
+            "time vs urllib3",
+        ],
         rows,
     )
     errors = [f"{n}: {t.error}" for n, t in results.items() if t.error]

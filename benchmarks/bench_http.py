@@ -105,7 +105,7 @@ def _raw(url: str, host: str, port: int, path: str, close: bool, expect: int) ->
             end = buf.find(b"\r\n\r\n", 0, got)
         i = buf.find(b"Content-Length: ", 0, end)
         j = buf.find(b"\r", i)
-        length = int(buf[i + 16: j])
+        length = int(buf[i + 16 : j])
         start = end + 4
         have = got - start
         if length <= len(buf) - start:
@@ -358,8 +358,10 @@ def _profile(n: int, workloads: list[str], pin: bool) -> int:
                 prof.disable()
             finally:
                 stop()
-            print(f"\n=== {wl} fastnet {'compiled' if fastnet.compiled else 'pure'}: "
-                  f"{plain * 1e6:.1f} µs/request without the profiler; {n} requests profiled")
+            print(
+                f"\n=== {wl} fastnet {'compiled' if fastnet.compiled else 'pure'}: "
+                f"{plain * 1e6:.1f} µs/request without the profiler; {n} requests profiled"
+            )
             stats = pstats.Stats(prof, stream=sys.stdout)
             stats.strip_dirs().sort_stats("tottime").print_stats(25)
             stats.sort_stats("cumulative").print_stats(15)
@@ -370,23 +372,33 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="3 short rounds")
     p.add_argument("--rounds", type=int, default=None, help="rounds (default 7; --quick 3)")
-    p.add_argument("--target", type=float, default=None,
-                   help="seconds per client per round (default 0.5; quick 0.15)")
-    p.add_argument("--splits", type=int, default=None,
-                   help="samples per client per round (default 5; quick 3)")
+    p.add_argument(
+        "--target", type=float, default=None, help="seconds per client per round (default 0.5; quick 0.15)"
+    )
+    p.add_argument(
+        "--splits", type=int, default=None, help="samples per client per round (default 5; quick 3)"
+    )
     p.add_argument("--clients", default="", help="comma-separated subset of: " + ",".join(CLIENTS))
     p.add_argument("--workloads", default="", help="comma-separated subset of: " + ",".join(WORKLOADS))
     p.add_argument("--no-pin", action="store_true", help="do not pin client and nginx to one CPU")
     p.add_argument("--record", action="store_true", help="add the table to benchmarks/RESULTS.md")
     p.add_argument("--label", default="", help="label for the recorded section (e.g. 'compiled build')")
     p.add_argument("--deadline", type=float, default=900.0, help="stop starting rounds after this many s")
-    p.add_argument("--profile", type=int, default=0, metavar="N",
-                   help="instead of the comparison, run fastnet N requests per workload under cProfile")
+    p.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead of the comparison, run fastnet N requests per workload under cProfile",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     if args.profile:
-        return _profile(args.profile, [w for w in (args.workloads.split(",") if args.workloads else WORKLOADS)
-                                       if w], not args.no_pin)
+        return _profile(
+            args.profile,
+            [w for w in (args.workloads.split(",") if args.workloads else WORKLOADS) if w],
+            not args.no_pin,
+        )
 
     rounds = args.rounds or (3 if args.quick else 7)
     target = args.target or (0.15 if args.quick else 0.5)
@@ -415,8 +427,13 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, common.Timing]] = {}
     with common.Nginx() as nginx:
         cpu = None if args.no_pin else common.pin_for_sequential(nginx.pids())
-        print(f"nginx pid {nginx.proc.pid if nginx.proc else '?'} on 127.0.0.1:{nginx.port}; "
-              f"pinned to CPU {cpu}" if cpu is not None else "not pinned", file=sys.stderr)
+        print(
+            f"nginx pid {nginx.proc.pid if nginx.proc else '?'} on 127.0.0.1:{nginx.port}; "
+            f"pinned to CPU {cpu}"
+            if cpu is not None
+            else "not pinned",
+            file=sys.stderr,
+        )
         for wl in workloads:
             path, close, unit = WORKLOADS[wl]
             expect = common.ONE_MIB if wl == "W3" else 2
@@ -435,9 +452,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{wl}: {', '.join(runners)}; {rounds} rounds", file=sys.stderr, flush=True)
             try:
                 max_n = 2000 if close else 50_000
-                results[wl].update(common.run_rounds(runners, rounds, target, max_n=max_n, splits=splits,
-                                                     cpu_pids=[0, *nginx.pids()],
-                                                     deadline_s=args.deadline, log=log))
+                results[wl].update(
+                    common.run_rounds(
+                        runners,
+                        rounds,
+                        target,
+                        max_n=max_n,
+                        splits=splits,
+                        cpu_pids=[0, *nginx.pids()],
+                        deadline_s=args.deadline,
+                        log=log,
+                    )
+                )
             finally:
                 for stop in stops:
                     try:

@@ -55,14 +55,14 @@ def _raw(url: str, proxy: str) -> Any:
                 end = buf.find(b"\r\n\r\n", 0, got)
                 if end >= 0:
                     i = buf.find(b"Content-Length: ", 0, end)
-                    if got >= end + 4 + int(buf[i + 16: buf.find(b"\r", i)]):
+                    if got >= end + 4 + int(buf[i + 16 : buf.find(b"\r", i)]):
                         break
                 more = s.recv_into(view[got:])
                 if not more:
                     raise common.ClientError("proxy closed the connection")
                 got += more
         elapsed = time.perf_counter() - t0
-        _check(200 if buf.startswith(b"HTTP/1.1 200") else 0, bytes(buf[end + 4: got]))
+        _check(200 if buf.startswith(b"HTTP/1.1 200") else 0, bytes(buf[end + 4 : got]))
         return elapsed
 
     return run, s.close
@@ -165,8 +165,11 @@ def main(argv: list[str] | None = None) -> int:
             runners[name] = run
             stops.append(stop)
         try:
-            results.update(common.run_rounds(runners, rounds, target, max_n=20_000, splits=splits,
-                                             deadline_s=args.deadline, log=log))
+            results.update(
+                common.run_rounds(
+                    runners, rounds, target, max_n=20_000, splits=splits, deadline_s=args.deadline, log=log
+                )
+            )
         finally:
             for stop in stops:
                 try:

@@ -14,8 +14,9 @@ import argparse
 import statistics
 import time
 
+from fastnet._internal.connection.real_connection import RealConnection
+
 import fastnet
-from fastnet._internal.core import RealConnection
 
 HEAD = (
     b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Mon, 30 Nov 2026 09:40:05 GMT\r\n"
@@ -60,7 +61,7 @@ def main() -> None:
     url = "http://127.0.0.1:19080/2b"
     client = fastnet.Client()
     core = client._core
-    address = core.connector.address_for(fastnet.URL(url), None)
+    address = core.connector.address_of(fastnet.URL(url), None)
     conn = RealConnection(CannedSocket(response), None, address, False, False)
     core.pool.reserve(address.host, 0.0)
     core.pool.register(conn)
@@ -71,11 +72,13 @@ def main() -> None:
     for _ in range(3 if args.quick else 7):
         start = time.perf_counter()
         for _ in range(n):
-            get(url).content
+            _ = get(url).content
         rounds.append((time.perf_counter() - start) / n * 1e6)
     build = "compiled" if fastnet.compiled else "pure"
-    print(f"{build} build, {args.headers} extra headers: {statistics.median(rounds):.2f} µs per request "
-          f"(median of {len(rounds)} rounds; min {min(rounds):.2f})")
+    print(
+        f"{build} build, {args.headers} extra headers: {statistics.median(rounds):.2f} µs per request "
+        f"(median of {len(rounds)} rounds; min {min(rounds):.2f})"
+    )
 
 
 if __name__ == "__main__":

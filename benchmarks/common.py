@@ -106,8 +106,9 @@ def clean_proxy_env() -> None:
             del os.environ[name]
 
 
-def wait_for_http(host: str, port: int, path: str = "/2b", timeout: float = 10.0,
-                  proxy: tuple[str, int] | None = None) -> None:
+def wait_for_http(
+    host: str, port: int, path: str = "/2b", timeout: float = 10.0, proxy: tuple[str, int] | None = None
+) -> None:
     """Poll (bounded) until a GET answers 200, directly or through an HTTP proxy."""
     deadline = time.monotonic() + timeout
     target = f"http://{host}:{port}{path}" if proxy else path
@@ -393,10 +394,19 @@ def cpu_ns(pids: Iterable[int]) -> int:
 Runner = Callable[[int], float]
 
 
-def run_rounds(runners: dict[str, Runner], rounds: int, target_s: float, *, min_n: int = 5,
-               max_n: int = 50_000, deadline_s: float = 600.0, fixed_n: int | None = None, splits: int = 1,
-               log: Callable[[str], None] | None = None,
-               cpu_pids: Sequence[int] | None = None) -> dict[str, Timing]:
+def run_rounds(
+    runners: dict[str, Runner],
+    rounds: int,
+    target_s: float,
+    *,
+    min_n: int = 5,
+    max_n: int = 50_000,
+    deadline_s: float = 600.0,
+    fixed_n: int | None = None,
+    splits: int = 1,
+    log: Callable[[str], None] | None = None,
+    cpu_pids: Sequence[int] | None = None,
+) -> dict[str, Timing]:
     """Interleave ``runners`` over ``rounds`` rounds; each client's turn sized to take about ``target_s``.
 
     The first calls of each runner (a few units) warm it up and size its batch; clients go in a rotated
@@ -429,7 +439,7 @@ def run_rounds(runners: dict[str, Runner], rounds: int, target_s: float, *, min_
             if log:
                 log(f"deadline reached after {r} rounds")
             break
-        order = names[r % len(names):] + names[: r % len(names)] if names else []
+        order = names[r % len(names) :] + names[: r % len(names)] if names else []
         for name in order:
             timing = results[name]
             if timing.error is not None:
@@ -445,9 +455,12 @@ def run_rounds(runners: dict[str, Runner], rounds: int, target_s: float, *, min_
                     break
                 timing.per_round.append(elapsed / timing.batch)
         if log:
-            log(f"round {r + 1}/{rounds}: " + ", ".join(
-                f"{n}={results[n].per_round[-1] * 1e6:.1f}" for n in order if results[n].per_round
-            ))
+            log(
+                f"round {r + 1}/{rounds}: "
+                + ", ".join(
+                    f"{n}={results[n].per_round[-1] * 1e6:.1f}" for n in order if results[n].per_round
+                )
+            )
     return results
 
 
@@ -530,7 +543,7 @@ def record_results(section: str, body: str, path: Path = RESULTS_PATH) -> None:
         nl = text.find("\n", start)
         nl = len(text) if nl < 0 else nl
         # Skip the section's own prose (up to the first dated block or the next section).
-        rest = text[nl + 1:]
+        rest = text[nl + 1 :]
         cut_candidates = [i for i in (rest.find("\n### "), rest.find("\n## ")) if i >= 0]
         if rest.startswith("### "):
             cut = 0

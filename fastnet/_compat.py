@@ -7,8 +7,8 @@ broken build cannot pass silently. ``"0"``, ``"false"``, ``"no"``, ``"off"`` and
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections.abc import Callable
 from types import ModuleType
 
 __all__ = ["NO_EXTENSIONS", "REQUIRE_EXTENSIONS", "env_flag", "pick"]
@@ -29,11 +29,12 @@ loaded_compiled: set[str] = set()
 missing_compiled: set[str] = set()
 
 
-def pick(name: str, load_c: Callable[[], ModuleType], load_py: Callable[[], ModuleType]) -> ModuleType:
-    """Return the compiled twin of unit ``name`` when allowed and available, else the pure twin."""
+def pick(name: str, compiled: str, pure: str) -> ModuleType:
+    """The compiled twin (module ``compiled``) of unit ``name`` when allowed and available, else the
+    pure twin (module ``pure``). ``name`` is the unit's dispatcher, the only module that calls this."""
     if not NO_EXTENSIONS:
         try:
-            module = load_c()
+            module = importlib.import_module(compiled)
         except ImportError:
             if REQUIRE_EXTENSIONS:
                 raise
@@ -41,4 +42,4 @@ def pick(name: str, load_c: Callable[[], ModuleType], load_py: Callable[[], Modu
         else:
             loaded_compiled.add(name)
             return module
-    return load_py()
+    return importlib.import_module(pure)

@@ -2,79 +2,150 @@
 
 A client holds a connection pool, a route database and a DNS resolver (with its cache) that its
 siblings made by ``with_options(**changes)`` share, as OkHttp's ``newBuilder()`` clients do: make one
-client per application and derive variants from it. Options are validated here, once, with messages
-that name the option; the per-request work happens in the compiled ``ClientCore``.
+client per application and derive variants from it. Options are checked here, once, with messages that
+name the option; the per-request work happens in the compiled engine, which reads a ``ClientCore``.
+
+The options are one explicit, keyword-only signature (``Client.__init__``); ``with_options`` takes the
+same parameters, so a type checker catches a misspelt option in either, and at run time the
+``TypeError`` suggests the nearest option name.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import ssl
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
-import certifi
-
-from fastnet._internal.connection import Connector
-from fastnet._internal.core import ClientCore, FunctionInterceptor, RealCall, Request, Response
-from fastnet._internal.core import implementation as _core
-from fastnet._internal.route_selector import RouteDatabase
+from fastnet._internal.bridge import BridgeInterceptor
+from fastnet._internal.call_server import CallServerInterceptor
+from fastnet._internal.chain import FunctionInterceptor
+from fastnet._internal.client_core import MAX_FOLLOW_UPS, ClientCore
+from fastnet._internal.connect import ConnectInterceptor
+from fastnet._internal.connection.connector import Connector
+from fastnet._internal.connection.tls import build_ssl_context
+from fastnet._internal.real_call import RealCall
+from fastnet._internal.real_call import get as _get
+from fastnet._internal.real_call import request as _request
+from fastnet._internal.retry_follow_up import RetryAndFollowUpInterceptor
+from fastnet._internal.route_database import RouteDatabase
+from fastnet._internal.timeouts import timeout_seconds
 from fastnet.connection_pool import ConnectionPool
+from fastnet.cookies import NO_COOKIES
+from fastnet.dns import as_dns, default_dns
 from fastnet.events import EventListener
+from fastnet.headers import Headers
 from fastnet.proxy import EnvProxySelector, Proxy
+from fastnet.request import Request
 
-__all__ = ["Client", "Call"]
+if TYPE_CHECKING:
+    from fastnet.headers import HeadersLike
+    from fastnet.request import BodyLike
+    from fastnet.response import Response
+    from fastnet.url import URL
 
+__all__ = ["Call", "Client", "ClientOptions"]
+
+#: ``client.new_call(request)`` returns one; ``execute()`` it once, ``cancel()`` it from any thread.
 Call = RealCall
+T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 
-_DEFAULTS: dict[str, Any] = {
-    "connect_timeout": 10.0,
-    "read_timeout": 10.0,
-    "write_timeout": 10.0,
-    "call_timeout": None,
-    "follow_redirects": True,
-    "follow_ssl_redirects": True,
-    "retry_on_connection_failure": True,
-    "proxy": None,
-    "proxy_selector": None,
-    "authenticator": None,
-    "proxy_authenticator": None,
-    "dns": None,
-    "interceptors": (),
-    "network_interceptors": (),
-    "cookie_jar": None,
-    "connection_pool": None,
-    "event_listener": None,
-    "event_listener_factory": None,
-    "verify": True,
-    "max_follow_ups": 20,
-    "sensitive_headers": (),
-    "fallback_to_direct": False,
-    "happy_eyeballs": True,
-    "max_connections_per_host": None,
-    "user_agent": None,
-    "trust_env": True,
-}
-# Options whose change gives a sibling its own RouteDatabase (reference §2, last paragraph).
+
+class ClientOptions(NamedTuple):
+    """Every option of a client, as given (``client.config``); ``Client.__init__`` documents each."""
+
+    connect_timeout: float | None
+    read_timeout: float | None
+    write_timeout: float | None
+    call_timeout: float | None
+    follow_redirects: bool
+    follow_ssl_redirects: bool
+    retry_on_connection_failure: bool
+    max_follow_ups: int
+    proxy: Proxy | str | None
+    proxy_selector: Any
+    trust_env: bool
+    fallback_to_direct: bool
+    happy_eyeballs: bool
+    authenticator: Any
+    proxy_authenticator: Any
+    sensitive_headers: Iterable[str]
+    dns: Any
+    interceptors: Iterable[Any]
+    network_interceptors: Iterable[Any]
+    cookie_jar: Any
+    connection_pool: ConnectionPool | None
+    max_connections_per_host: int | None
+    event_listener: EventListener | None
+    event_listener_factory: Callable[[Any], EventListener] | None
+    verify: bool | str | ssl.SSLContext
+    user_agent: str | None
+
+
+# Options whose change gives a sibling its own RouteDatabase and TLS context.
 _ROUTE_OPTIONS = frozenset(
     ("dns", "proxy", "proxy_selector", "proxy_authenticator", "verify", "fallback_to_direct", "trust_env")
 )
 
 
-def _timeout(name: str, value: Any, allow_none: bool = True) -> float:
-    if value is None:
-        if allow_none:
-            return 0.0
-        raise TypeError(f"{name} must be a number of seconds")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds or None, not {type(value).__name__}")
-    if value != value or value < 0:
-        raise ValueError(f"{name} must be >= 0 seconds (or None for none), not {value!r}")
-    if value > 2147483.647:
-        raise ValueError(f"{name} too large: {value!r} seconds")
-    return float(value)
+class _Option(Generic[T]):
+    """A read-only client attribute for one option: ``client.read_timeout`` reads ``client.config``."""
+
+    __slots__ = ("name",)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, client: None, owner: type) -> _Option[T]: ...
+    @overload
+    def __get__(self, client: Client, owner: type | None = None) -> T: ...
+
+    def __get__(self, client: Client | None, owner: type | None = None) -> T | _Option[T]:
+        if client is None:
+            return self
+        value: T = getattr(client._options, self.name)
+        return value
 
 
-def _bool(name: str, value: Any) -> bool:
+def _suggest_options(init: Callable[Concatenate[Client, P], None]) -> Callable[Concatenate[Client, P], None]:
+    """Turn "unexpected keyword argument 'read_timeot'" into a message naming the nearest option."""
+
+    @functools.wraps(init)
+    def checked(self: Client, *args: P.args, **kwargs: P.kwargs) -> None:
+        unknown = [name for name in kwargs if name not in ClientOptions._fields]
+        if unknown:
+            raise TypeError(_unknown_options(type(self).__name__ + "()", unknown))
+        init(self, *args, **kwargs)
+
+    return checked
+
+
+def _same_options(
+    init: Callable[Concatenate[Client, P], None],
+) -> Callable[[Callable[..., R]], Callable[Concatenate[Client, P], R]]:
+    """``with_options`` takes exactly ``__init__``'s parameters (for type checkers and ``help()``)."""
+
+    def decorate(method: Callable[..., R]) -> Callable[Concatenate[Client, P], R]:
+        method.__signature__ = inspect.signature(init)  # type: ignore[attr-defined]
+        return method
+
+    return decorate
+
+
+def _unknown_options(where: str, names: list[str]) -> str:
+    parts = []
+    for name in names:
+        close = difflib.get_close_matches(name, ClientOptions._fields, n=1)
+        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return f"{where} got unexpected option(s): {', '.join(parts)}"
+
+
+def _bool(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, not {value!r}")
     return value
@@ -90,33 +161,6 @@ def _interceptor(name: str, item: Any) -> Any:
     )
 
 
-def _ssl_context(verify: Any) -> ssl.SSLContext:
-    if isinstance(verify, ssl.SSLContext):
-        return verify
-    if verify is True:
-        context = ssl.create_default_context(cafile=certifi.where())
-    elif verify is False:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    elif isinstance(verify, str):
-        import os
-
-        if os.path.isdir(verify):
-            context = ssl.create_default_context(capath=verify)
-        elif os.path.isfile(verify):
-            context = ssl.create_default_context(cafile=verify)
-        else:
-            raise ValueError(f"verify: no CA file or directory at {verify!r}")
-    else:
-        raise TypeError(f"verify must be True, False, a CA bundle path or an ssl.SSLContext, not {verify!r}")
-    try:
-        context.set_alpn_protocols(["http/1.1"])
-    except NotImplementedError:  # pragma: no cover - OpenSSL without ALPN
-        pass
-    return context
-
-
 class Client:
     """An HTTP client: configuration plus the pool, routes and DNS cache its calls share.
 
@@ -124,68 +168,141 @@ class Client:
     ...     r = client.get("http://127.0.0.1:8080/", headers={"Accept": "text/plain"})
     ...     r.status_code, r.text
 
-    Every option is keyword-only and validated here; ``with_options(**changes)`` makes a sibling
-    sharing this client's pool, route database and DNS cache.
+    Every option is keyword-only and checked here; ``with_options(**changes)`` makes a sibling sharing
+    this client's pool, route database and DNS cache.
     """
 
-    def __init__(self, **options: Any) -> None:
-        unknown = set(options) - set(_DEFAULTS)
-        if unknown:
-            raise TypeError(f"Client() got unexpected option(s): {', '.join(sorted(unknown))}")
-        settings = dict(_DEFAULTS)
-        settings.update(options)
-        self._build(settings, shared=None)
+    connect_timeout: _Option[float | None] = _Option()
+    read_timeout: _Option[float | None] = _Option()
+    write_timeout: _Option[float | None] = _Option()
+    call_timeout: _Option[float | None] = _Option()
+    follow_redirects: _Option[bool] = _Option()
+    follow_ssl_redirects: _Option[bool] = _Option()
+    retry_on_connection_failure: _Option[bool] = _Option()
+    max_follow_ups: _Option[int] = _Option()
+    proxy: _Option[Proxy | str | None] = _Option()
+    proxy_selector: _Option[Any] = _Option()
+    trust_env: _Option[bool] = _Option()
+    fallback_to_direct: _Option[bool] = _Option()
+    happy_eyeballs: _Option[bool] = _Option()
+    authenticator: _Option[Any] = _Option()
+    proxy_authenticator: _Option[Any] = _Option()
+    sensitive_headers: _Option[Iterable[str]] = _Option()
+    interceptors: _Option[Iterable[Any]] = _Option()
+    network_interceptors: _Option[Iterable[Any]] = _Option()
+    cookie_jar: _Option[Any] = _Option()
+    max_connections_per_host: _Option[int | None] = _Option()
+    event_listener: _Option[EventListener | None] = _Option()
+    event_listener_factory: _Option[Callable[[Any], EventListener] | None] = _Option()
+    verify: _Option[bool | str | ssl.SSLContext] = _Option()
+    user_agent: _Option[str | None] = _Option()
 
-    def _build(self, s: dict[str, Any], shared: Client | None) -> None:
-        self._settings = s
-        core = ClientCore()
-        core.connect_timeout = _timeout("connect_timeout", s["connect_timeout"])
-        core.read_timeout = _timeout("read_timeout", s["read_timeout"])
-        core.write_timeout = _timeout("write_timeout", s["write_timeout"])
-        core.call_timeout = _timeout("call_timeout", s["call_timeout"])
-        core.follow_redirects = _bool("follow_redirects", s["follow_redirects"])
-        core.follow_ssl_redirects = _bool("follow_ssl_redirects", s["follow_ssl_redirects"])
-        core.retry_on_connection_failure = _bool(
-            "retry_on_connection_failure", s["retry_on_connection_failure"]
+    @_suggest_options
+    def __init__(
+        self,
+        *,
+        connect_timeout: float | None = 10.0,
+        read_timeout: float | None = 10.0,
+        write_timeout: float | None = 10.0,
+        call_timeout: float | None = None,
+        follow_redirects: bool = True,
+        follow_ssl_redirects: bool = True,
+        retry_on_connection_failure: bool = True,
+        max_follow_ups: int = MAX_FOLLOW_UPS,
+        proxy: Proxy | str | None = None,
+        proxy_selector: Any = None,
+        trust_env: bool = True,
+        fallback_to_direct: bool = False,
+        happy_eyeballs: bool = True,
+        authenticator: Any = None,
+        proxy_authenticator: Any = None,
+        sensitive_headers: Iterable[str] = (),
+        dns: Any = None,
+        interceptors: Iterable[Any] = (),
+        network_interceptors: Iterable[Any] = (),
+        cookie_jar: Any = None,
+        connection_pool: ConnectionPool | None = None,
+        max_connections_per_host: int | None = None,
+        event_listener: EventListener | None = None,
+        event_listener_factory: Callable[[Any], EventListener] | None = None,
+        verify: bool | str | ssl.SSLContext = True,
+        user_agent: str | None = None,
+    ) -> None:
+        options = ClientOptions(
+            connect_timeout,
+            read_timeout,
+            write_timeout,
+            call_timeout,
+            follow_redirects,
+            follow_ssl_redirects,
+            retry_on_connection_failure,
+            max_follow_ups,
+            proxy,
+            proxy_selector,
+            trust_env,
+            fallback_to_direct,
+            happy_eyeballs,
+            authenticator,
+            proxy_authenticator,
+            sensitive_headers,
+            dns,
+            interceptors,
+            network_interceptors,
+            cookie_jar,
+            connection_pool,
+            max_connections_per_host,
+            event_listener,
+            event_listener_factory,
+            verify,
+            user_agent,
         )
-        max_follow_ups = s["max_follow_ups"]
+        self._build(options, frozenset(), None)
+
+    def _build(self, s: ClientOptions, changed: frozenset[str], shared: Client | None) -> None:
+        self._options = s
+        core = ClientCore()
+        core.connect_timeout = timeout_seconds("connect_timeout", s.connect_timeout)
+        core.read_timeout = timeout_seconds("read_timeout", s.read_timeout)
+        core.write_timeout = timeout_seconds("write_timeout", s.write_timeout)
+        core.call_timeout = timeout_seconds("call_timeout", s.call_timeout)
+        core.follow_redirects = _bool("follow_redirects", s.follow_redirects)
+        core.follow_ssl_redirects = _bool("follow_ssl_redirects", s.follow_ssl_redirects)
+        core.retry_on_connection_failure = _bool("retry_on_connection_failure", s.retry_on_connection_failure)
+        max_follow_ups = s.max_follow_ups
         if isinstance(max_follow_ups, bool) or not isinstance(max_follow_ups, int) or max_follow_ups < 0:
             raise ValueError(f"max_follow_ups must be an int >= 0, not {max_follow_ups!r}")
         core.max_follow_ups = max_follow_ups
-        _bool("fallback_to_direct", s["fallback_to_direct"])
-        _bool("happy_eyeballs", s["happy_eyeballs"])
-        _bool("trust_env", s["trust_env"])
+        _bool("fallback_to_direct", s.fallback_to_direct)
+        _bool("happy_eyeballs", s.happy_eyeballs)
+        _bool("trust_env", s.trust_env)
 
-        proxy = s["proxy"]
+        proxy = s.proxy
         if proxy is not None and not isinstance(proxy, Proxy):
             if isinstance(proxy, str):
                 proxy = Proxy.from_url(proxy)
             else:
                 raise TypeError(f"proxy must be a fastnet.Proxy or a proxy URL, not {type(proxy).__name__}")
-        selector = s["proxy_selector"]
+        selector = s.proxy_selector
         if selector is not None and not callable(getattr(selector, "select", None)):
             raise TypeError("proxy_selector must have a select(url) method")
         for name in ("authenticator", "proxy_authenticator"):
-            value = s[name]
+            value = getattr(s, name)
             if value is not None and not (callable(getattr(value, "authenticate", None)) or callable(value)):
                 raise TypeError(f"{name} must have an authenticate(route, response) method")
-        core.authenticator = s["authenticator"]
-        core.proxy_authenticator = s["proxy_authenticator"]
+        core.authenticator = s.authenticator
+        core.proxy_authenticator = s.proxy_authenticator
 
-        jar = s["cookie_jar"]
-        if jar is not None:
-            from fastnet.cookies import NO_COOKIES
-
-            if jar is NO_COOKIES:
-                jar = None
-            elif not (hasattr(jar, "load_for") and hasattr(jar, "save_from_response")):
-                raise TypeError("cookie_jar must have load_for(url) and save_from_response(url, cookies)")
+        jar = s.cookie_jar
+        if jar is NO_COOKIES:
+            jar = None
+        elif jar is not None and not (hasattr(jar, "load_for") and hasattr(jar, "save_from_response")):
+            raise TypeError("cookie_jar must have load_for(url) and save_from_response(url, cookies)")
         core.cookie_jar = jar
 
-        listener = s["event_listener"]
+        listener = s.event_listener
         if listener is not None and not isinstance(listener, EventListener):
             raise TypeError("event_listener must be a fastnet.EventListener")
-        factory = s["event_listener_factory"]
+        factory = s.event_listener_factory
         if factory is not None and not callable(factory):
             raise TypeError("event_listener_factory must be callable(call) -> EventListener")
         if listener is not None and type(listener) is EventListener:
@@ -193,27 +310,25 @@ class Client:
         core.event_listener = listener
         core.event_listener_factory = factory
 
-        user_agent = s["user_agent"]
+        user_agent = s.user_agent
         if user_agent is not None:
             if not isinstance(user_agent, str):
                 raise TypeError("user_agent must be a str")
-            from fastnet._internal.core import Headers
-
-            Headers({"User-Agent": user_agent})  # validates
+            Headers({"User-Agent": user_agent})  # checks the value
             core.user_agent = user_agent
 
-        sensitive = s["sensitive_headers"]
+        sensitive = s.sensitive_headers
         if isinstance(sensitive, str) or not all(isinstance(h, str) for h in sensitive):
             raise TypeError("sensitive_headers must be a collection of header names")
         core.sensitive_headers = frozenset(h.lower() for h in sensitive)
 
-        pool = s["connection_pool"]
-        per_host = s["max_connections_per_host"]
+        pool = s.connection_pool
+        per_host = s.max_connections_per_host
         if pool is None:
             if (
                 shared is not None
-                and shared._settings["connection_pool"] is None
-                and per_host == shared._settings["max_connections_per_host"]
+                and shared._options.connection_pool is None
+                and per_host == shared._options.max_connections_per_host
             ):
                 pool = shared._pool
             else:
@@ -225,81 +340,67 @@ class Client:
         self._pool = pool
         core.pool = pool._real
 
-        dns = s["dns"]
-        if dns is None:
-            if shared is not None and shared._settings["dns"] is None:
-                dns = shared._dns
-            else:
-                from fastnet.dns import default_dns
-
-                dns = default_dns()
+        if s.dns is None:
+            dns = shared._dns if shared is not None and shared._options.dns is None else default_dns()
         else:
-            from fastnet.dns import as_dns
-
-            dns = as_dns(dns)
+            dns = as_dns(s.dns)
         self._dns = dns
 
         if proxy is None and selector is None:
-            if (
-                shared is not None
-                and "trust_env" not in s.get("_changed", ())
-                and shared._selector is not None
-            ):
+            if shared is not None and "trust_env" not in changed and shared._selector is not None:
                 selector = shared._selector
-            elif s["trust_env"]:
+            elif s.trust_env:
                 env = EnvProxySelector()
                 # no proxy variables at all: no selector, so new connections skip a call per route
                 selector = env if (env.http is not None or env.https is not None) else None
         self._selector = selector
-        route_changed = shared is None or bool(_ROUTE_OPTIONS & set(s.get("_changed", ())))
-        route_database = RouteDatabase() if route_changed else shared._route_database  # type: ignore[union-attr]
-        self._route_database = route_database
-        if shared is not None and not (_ROUTE_OPTIONS & set(s.get("_changed", ()))):
-            ssl_context = shared._ssl_context
+        route_changed = shared is None or bool(_ROUTE_OPTIONS & changed)
+        if shared is None or route_changed:
+            self._route_database = RouteDatabase()
+            self._ssl_context = build_ssl_context(s.verify)
+            tls_sessions: dict[tuple[str, int], Any] = {}
         else:
-            ssl_context = _ssl_context(s["verify"])
-        self._ssl_context = ssl_context
-        core.connector = Connector(
+            self._route_database = shared._route_database
+            self._ssl_context = shared._ssl_context
+            tls_sessions = shared._core.connector.tls_sessions
+        connector = Connector(
+            pool=core.pool,
             dns=dns,
             proxy=proxy,
             proxy_selector=selector,
-            route_database=route_database,
-            ssl_context=ssl_context,
-            proxy_authenticator=s["proxy_authenticator"],
-            fallback_to_direct=s["fallback_to_direct"],
-            happy_eyeballs=s["happy_eyeballs"],
+            route_database=self._route_database,
+            ssl_context=self._ssl_context,
+            proxy_authenticator=s.proxy_authenticator,
+            fallback_to_direct=s.fallback_to_direct,
+            happy_eyeballs=s.happy_eyeballs,
             user_agent=core.user_agent,
+            tls_sessions=tls_sessions,
         )
-        if shared is not None and not route_changed:
-            core.connector.tls_sessions = shared._core.connector.tls_sessions
+        core.connector = connector
 
         for name in ("interceptors", "network_interceptors"):
-            if isinstance(s[name], (str, bytes)) or not isinstance(s[name], Iterable):
+            value = getattr(s, name)
+            if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
                 raise TypeError(f"{name} must be a list of interceptors")
-        app = [_interceptor("interceptors", i) for i in s["interceptors"]]
-        network = [_interceptor("network_interceptors", i) for i in s["network_interceptors"]]
+        app = [_interceptor("interceptors", i) for i in s.interceptors]
+        network = [_interceptor("network_interceptors", i) for i in s.network_interceptors]
         core.interceptors = (
             app
-            + [
-                _core.RetryAndFollowUpInterceptor(core),
-                _core.BridgeInterceptor(core),
-                _core.ConnectInterceptor(core),
-            ]
+            + [RetryAndFollowUpInterceptor(core), BridgeInterceptor(core), ConnectInterceptor(connector)]
             + network
-            + [_core.CallServerInterceptor()]
+            + [CallServerInterceptor()]
         )
         self._core = core
-        self._request = core.request
-        # the hot entry point: a C method, no Python frame per request (Client.get documents it)
-        self.get = core.get
+        # the hot entry points: compiled functions bound to this client's core, no Python frame per request
+        self._request = functools.partial(_request, core)
+        self.get = functools.partial(_get, core)  # type: ignore[method-assign]
 
     # -- options --------------------------------------------------------------------------------
 
-    def __getattr__(self, name: str) -> Any:
-        settings = self.__dict__.get("_settings")
-        if settings is not None and name in _DEFAULTS:
-            return settings[name]
-        raise AttributeError(f"'Client' object has no attribute {name!r}")
+    @property
+    def config(self) -> ClientOptions:
+        """Every option of this client, as given."""
+        return self._options
 
     @property
     def connection_pool(self) -> ConnectionPool:
@@ -307,28 +408,26 @@ class Client:
 
     @property
     def dns(self) -> Any:
+        """The resolver calls use (the default cache over the system resolver, unless ``dns=`` was given)."""
         return self._dns
 
     @property
-    def route_database(self) -> Any:
+    def route_database(self) -> RouteDatabase:
         return self._route_database
 
+    @_same_options(__init__)
     def with_options(self, **changes: Any) -> Client:
         """A sibling client with some options changed, sharing pool, route database and DNS cache."""
-        unknown = set(changes) - set(_DEFAULTS)
+        unknown = [name for name in changes if name not in ClientOptions._fields]
         if unknown:
-            raise TypeError(f"with_options() got unexpected option(s): {', '.join(sorted(unknown))}")
-        settings = dict(self._settings)
-        settings.update(changes)
-        settings["_changed"] = tuple(changes)
+            raise TypeError(_unknown_options("with_options()", unknown))
         sibling = Client.__new__(Client)
-        sibling._build(settings, shared=self)
-        del settings["_changed"]
+        sibling._build(self._options._replace(**changes), frozenset(changes), self)
         return sibling
 
     # -- calls ----------------------------------------------------------------------------------
 
-    def new_call(self, request: Request) -> RealCall:
+    def new_call(self, request: Request) -> Call:
         """A ``Call`` for ``request``; ``call.execute()`` runs it (once)."""
         if not isinstance(request, Request):
             raise TypeError(f"new_call() takes a fastnet.Request, not {type(request).__name__}")
@@ -337,10 +436,10 @@ class Client:
     def request(
         self,
         method: str,
-        url: Any,
+        url: str | URL,
         *,
-        headers: Any = None,
-        body: Any = None,
+        headers: HeadersLike | None = None,
+        body: BodyLike | None = None,
         json: Any = None,
         proxy: Proxy | None = None,
     ) -> Response:
@@ -350,42 +449,72 @@ class Client:
     def stream(
         self,
         method: str,
-        url: Any,
+        url: str | URL,
         *,
-        headers: Any = None,
-        body: Any = None,
+        headers: HeadersLike | None = None,
+        body: BodyLike | None = None,
         json: Any = None,
         proxy: Proxy | None = None,
     ) -> Response:
         """Send a request; the response body streams (use it as a context manager or close it)."""
         return self._request(method, url, headers, body, json, True, proxy)
 
-    def get(self, url: Any, *, headers: Any = None, proxy: Proxy | None = None) -> Response:
+    def get(
+        self, url: str | URL, *, headers: HeadersLike | None = None, proxy: Proxy | None = None
+    ) -> Response:
+        """A GET whose body is read (bound per client to the compiled entry point)."""
         return self._request("GET", url, headers, None, None, False, proxy)
 
-    def head(self, url: Any, *, headers: Any = None, proxy: Proxy | None = None) -> Response:
+    def head(
+        self, url: str | URL, *, headers: HeadersLike | None = None, proxy: Proxy | None = None
+    ) -> Response:
         return self._request("HEAD", url, headers, None, None, False, proxy)
 
-    def options(self, url: Any, *, headers: Any = None, proxy: Proxy | None = None) -> Response:
+    def options(
+        self, url: str | URL, *, headers: HeadersLike | None = None, proxy: Proxy | None = None
+    ) -> Response:
         return self._request("OPTIONS", url, headers, None, None, False, proxy)
 
     def delete(
-        self, url: Any, *, headers: Any = None, body: Any = None, proxy: Proxy | None = None
+        self,
+        url: str | URL,
+        *,
+        headers: HeadersLike | None = None,
+        body: BodyLike | None = None,
+        proxy: Proxy | None = None,
     ) -> Response:
         return self._request("DELETE", url, headers, body, None, False, proxy)
 
     def post(
-        self, url: Any, *, headers: Any = None, body: Any = None, json: Any = None, proxy: Proxy | None = None
+        self,
+        url: str | URL,
+        *,
+        headers: HeadersLike | None = None,
+        body: BodyLike | None = None,
+        json: Any = None,
+        proxy: Proxy | None = None,
     ) -> Response:
         return self._request("POST", url, headers, body, json, False, proxy)
 
     def put(
-        self, url: Any, *, headers: Any = None, body: Any = None, json: Any = None, proxy: Proxy | None = None
+        self,
+        url: str | URL,
+        *,
+        headers: HeadersLike | None = None,
+        body: BodyLike | None = None,
+        json: Any = None,
+        proxy: Proxy | None = None,
     ) -> Response:
         return self._request("PUT", url, headers, body, json, False, proxy)
 
     def patch(
-        self, url: Any, *, headers: Any = None, body: Any = None, json: Any = None, proxy: Proxy | None = None
+        self,
+        url: str | URL,
+        *,
+        headers: HeadersLike | None = None,
+        body: BodyLike | None = None,
+        json: Any = None,
+        proxy: Proxy | None = None,
     ) -> Response:
         return self._request("PATCH", url, headers, body, json, False, proxy)
 
@@ -398,11 +527,8 @@ class Client:
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
         return f"<fastnet.Client pool={self._pool!r}>"
-
-
-CallFactory = Callable[[Request], RealCall]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastnet._internal.pool import RealConnectionPool
+from fastnet._internal.connection.pool import RealConnectionPool
 
 __all__ = ["ConnectionPool"]
 

@@ -17,7 +17,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from fastnet._internal.core import RealCall, RealConnection, Request, Response
+    from fastnet._internal.connection.real_connection import RealConnection
+    from fastnet._internal.real_call import RealCall
+    from fastnet.request import Request
+    from fastnet.response import Response
 
 __all__ = ["Chain", "Interceptor"]
 

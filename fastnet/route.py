@@ -1,7 +1,6 @@
-"""Public value types of connection routing: :class:`Address` (the pooling key) and :class:`Route`.
+"""``Address`` (the pooling key) and ``Route`` (one way to reach it), compiled in the compiled build.
 
-Both are defined in the compiled unit ``fastnet._internal.route_selector`` (so route iteration and
-address hashing stay in C) and re-exported here; import them from this module.
+The dispatcher of the ``route`` unit: ``_route_c`` when the compiled build is in use, else ``_route_py``.
 
 >>> from fastnet.route import Address, Route
 >>> from fastnet.proxy import Proxy
@@ -11,6 +10,16 @@ address hashing stay in C) and re-exported here; import them from this module.
 
 from __future__ import annotations
 
-from fastnet._internal.route_selector import Address, Route
+from typing import TYPE_CHECKING
+
+from fastnet import _compat
 
 __all__ = ["Address", "Route"]
+
+if TYPE_CHECKING:
+    from fastnet._route_py import Address, Route, is_ip_literal
+else:
+    _impl = _compat.pick("fastnet.route", "fastnet._route_c", "fastnet._route_py")
+    Address = _impl.Address
+    Route = _impl.Route
+    is_ip_literal = _impl.is_ip_literal

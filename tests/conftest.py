@@ -1,5 +1,73 @@
-"""Shared fixtures: the real-server testbed (tests/testbed.py) and both builds' twins."""
+"""Shared fixtures: the real-server testbed, both builds' twins of every compiled unit, and servers.
+
+``twins`` (multidict's pattern) gives a test the pure (``py``) and the compiled (``c``) twin of a unit
+side by side: ``twins("fastnet.route")`` is ``fastnet._route_py`` or ``fastnet._route_c``. The compiled
+run is skipped in a pure build and when the extension was not built (an error instead when
+``FASTNET_REQUIRE_EXTENSIONS=1``), so a pure build never imports a compiled module.
+
+``server`` is a fresh ``MockServer`` per test and ``client`` a client that trusts nothing from the
+environment; ``tls_server`` and ``tls_client`` are their HTTPS counterparts (the client trusts the
+server's test CA).
+"""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable, Iterator
+from types import ModuleType
+
+import pytest
 from testbed import testbed  # noqa: F401  (session fixture: nginx, squid, dante, unbound, dnsdist)
+
+import fastnet
+from fastnet import _compat
+from fastnet.testing import MockServer
+
+Twins = Callable[[str], ModuleType]
+
+
+def twin_module(dispatcher: str, kind: str) -> ModuleType:
+    """The ``kind`` ("py" or "c") twin of the unit whose dispatcher is ``dispatcher``."""
+    package, _, unit = dispatcher.rpartition(".")
+    name = f"{package}._{unit}_{kind}"
+    if kind == "c":
+        if _compat.NO_EXTENSIONS:
+            pytest.skip("pure-Python build: no compiled twins")
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            if _compat.REQUIRE_EXTENSIONS:
+                raise
+            pytest.skip(f"{name} is not built")
+    return importlib.import_module(name)
+
+
+@pytest.fixture(params=["py", "c"])
+def twins(request: pytest.FixtureRequest) -> Twins:
+    """``twins(dispatcher)``: that unit's pure twin, then (a second run) its compiled twin."""
+    kind = request.param
+    return lambda dispatcher: twin_module(dispatcher, kind)
+
+
+@pytest.fixture
+def server() -> Iterator[MockServer]:
+    with MockServer() as s:
+        yield s
+
+
+@pytest.fixture
+def client() -> Iterator[fastnet.Client]:
+    with fastnet.Client(trust_env=False) as c:
+        yield c
+
+
+@pytest.fixture
+def tls_server() -> Iterator[MockServer]:
+    with MockServer(tls=True) as s:
+        yield s
+
+
+@pytest.fixture
+def tls_client(tls_server: MockServer) -> Iterator[fastnet.Client]:
+    with fastnet.Client(trust_env=False, verify=tls_server.ca_path) as c:
+        yield c

@@ -24,7 +24,11 @@ def client() -> Iterator[fastnet.Client]:
 
 
 def _expect_error_then_fresh_connection(
-    server: MockServer, client: fastnet.Client, raw: bytes, error: type[Exception], match: str,
+    server: MockServer,
+    client: fastnet.Client,
+    raw: bytes,
+    error: type[Exception],
+    match: str,
     policy: SocketPolicy = SocketPolicy.KEEP_OPEN,
 ) -> Exception:
     server.enqueue(MockResponse(raw=raw, policy=policy), MockResponse(200, body=b"good"))
@@ -82,20 +86,23 @@ def test_bad_chunk_missing_crlf_after_data(server: MockServer, client: fastnet.C
 
 def test_bad_content_length_shorter_body_then_eof(server: MockServer, client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this"
-    _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError, "end of stream",
-                                        policy=SocketPolicy.CLOSE_AFTER_RESPONSE)
+    _expect_error_then_fresh_connection(
+        server, client, raw, fastnet.ProtocolError, "end of stream", policy=SocketPolicy.CLOSE_AFTER_RESPONSE
+    )
 
 
 def test_bad_eof_mid_large_body(server: MockServer, client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n" + b"x" * 300_000
-    _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError, "end of stream",
-                                        policy=SocketPolicy.CLOSE_AFTER_RESPONSE)
+    _expect_error_then_fresh_connection(
+        server, client, raw, fastnet.ProtocolError, "end of stream", policy=SocketPolicy.CLOSE_AFTER_RESPONSE
+    )
 
 
 def test_bad_eof_mid_chunked_body(server: MockServer, client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nabc"
-    _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError, "end of stream",
-                                        policy=SocketPolicy.CLOSE_AFTER_RESPONSE)
+    _expect_error_then_fresh_connection(
+        server, client, raw, fastnet.ProtocolError, "end of stream", policy=SocketPolicy.CLOSE_AFTER_RESPONSE
+    )
 
 
 def test_bad_eof_mid_body_streaming(server: MockServer, client: fastnet.Client) -> None:
@@ -109,8 +116,9 @@ def test_bad_eof_mid_body_streaming(server: MockServer, client: fastnet.Client) 
 
 def test_bad_eof_in_head(server: MockServer, client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nContent-Len"
-    _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError, "end of stream",
-                                        policy=SocketPolicy.CLOSE_AFTER_RESPONSE)
+    _expect_error_then_fresh_connection(
+        server, client, raw, fastnet.ProtocolError, "end of stream", policy=SocketPolicy.CLOSE_AFTER_RESPONSE
+    )
 
 
 def test_bad_content_length_twice_different(server: MockServer, client: fastnet.Client) -> None:
@@ -125,8 +133,9 @@ def test_bad_content_length_not_a_number(server: MockServer, client: fastnet.Cli
 
 def test_bad_content_length_and_transfer_encoding(server: MockServer, client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
-    _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError,
-                                        "Content-Length|Transfer-Encoding")
+    _expect_error_then_fresh_connection(
+        server, client, raw, fastnet.ProtocolError, "Content-Length|Transfer-Encoding"
+    )
 
 
 def test_bad_body_longer_than_promised(server: MockServer, client: fastnet.Client) -> None:
@@ -194,9 +203,7 @@ def test_bad_crlf_injection_in_headers_rejected_before_sending(
     assert server.connection_count == 0 and server.request_count == 0
 
 
-@pytest.mark.parametrize(
-    "suffix", ["/p\r\nInjected: 1", "/p HTTP/1.1\r\nX: y", "/?q=\n", "/\x00", "/#\r\n"]
-)
+@pytest.mark.parametrize("suffix", ["/p\r\nInjected: 1", "/p HTTP/1.1\r\nX: y", "/?q=\n", "/\x00", "/#\r\n"])
 def test_bad_crlf_injection_in_url_rejected_before_sending(
     server: MockServer, client: fastnet.Client, suffix: str
 ) -> None:

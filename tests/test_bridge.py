@@ -48,7 +48,13 @@ def test_bridge_user_headers_kept_and_defaults_added(server: MockServer) -> None
     rec = server.take_request()
     assert rec.header_values("x-a") == ["1", "2"]
     assert rec.header_values("host") == ["virtual.test"]
-    assert rec.header("user-agent", ) is not None and rec.header("accept-encoding") == "gzip"
+    assert (
+        rec.header(
+            "user-agent",
+        )
+        is not None
+        and rec.header("accept-encoding") == "gzip"
+    )
 
 
 def test_bridge_host_for_a_name(server: MockServer) -> None:
@@ -132,8 +138,15 @@ def test_bridge_gzip_transparently_decoded(server: MockServer) -> None:
 
 def test_bridge_gzip_streamed_and_chunked(server: MockServer) -> None:
     payload = bytes(range(256)) * 400
-    server.enqueue(MockResponse(200, headers={"Content-Encoding": "gzip"}, body=gzip.compress(payload),
-                                chunked=True, chunk_size=1000))
+    server.enqueue(
+        MockResponse(
+            200,
+            headers={"Content-Encoding": "gzip"},
+            body=gzip.compress(payload),
+            chunked=True,
+            chunk_size=1000,
+        )
+    )
     with _client() as client:
         with client.stream("GET", server.url("/")) as r:
             assert b"".join(r.iter_bytes()) == payload

@@ -44,7 +44,17 @@ def _import_all_dispatchers() -> None:
 def test_build_units_discovered() -> None:
     units = _compiled_units()
     expected_units = (
-        "fastnet._internal._core_c", "fastnet._internal._pool_c", "fastnet._internal.http1._parser_c"
+        "fastnet._headers_c",
+        "fastnet._request_c",
+        "fastnet._response_c",
+        "fastnet._route_c",
+        "fastnet._internal._chain_c",
+        "fastnet._internal._real_call_c",
+        "fastnet._internal.connection._pool_c",
+        "fastnet._internal.connection._exchange_finder_c",
+        "fastnet._internal.http1._exchange_c",
+        "fastnet._internal.http1._parser_c",
+        "fastnet.dns._cache_c",
     )
     for expected in expected_units:
         assert expected in units
@@ -69,9 +79,10 @@ def test_build_every_unit_compiled_in_a_compiled_build() -> None:
         assert module.__file__ is not None and module.__file__.endswith((".so", ".pyd")), module.__file__
         assert _dispatcher_of(unit) in _compat.loaded_compiled
     # the public types are the compiled ones
-    assert fastnet.Headers.__module__ == "fastnet._internal._core_c"
-    assert fastnet.Request.__module__ == "fastnet._internal._core_c"
-    assert type(fastnet.ConnectionPool()._real).__module__ == "fastnet._internal._pool_c"
+    assert fastnet.Headers.__module__ == "fastnet._headers_c"
+    assert fastnet.Request.__module__ == "fastnet._request_c"
+    assert fastnet.Response.__module__ == "fastnet._response_c"
+    assert type(fastnet.ConnectionPool()._real).__module__ == "fastnet._internal.connection._pool_c"
 
 
 def test_build_pure_units_in_a_pure_build() -> None:
@@ -80,15 +91,25 @@ def test_build_pure_units_in_a_pure_build() -> None:
     _import_all_dispatchers()
     for unit in _compiled_units():
         assert unit not in sys.modules
-    assert fastnet.Headers.__module__ == "fastnet._internal._core_py"
-    assert type(fastnet.ConnectionPool()._real).__module__ == "fastnet._internal._pool_py"
+    assert fastnet.Headers.__module__ == "fastnet._headers_py"
+    assert type(fastnet.ConnectionPool()._real).__module__ == "fastnet._internal.connection._pool_py"
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        (None, False), ("", False), ("0", False), ("false", False), ("FALSE", False), ("no", False),
-        ("off", False), (" Off ", False), ("1", True), ("true", True), ("yes", True), ("on", True),
+        (None, False),
+        ("", False),
+        ("0", False),
+        ("false", False),
+        ("FALSE", False),
+        ("no", False),
+        ("off", False),
+        (" Off ", False),
+        ("1", True),
+        ("true", True),
+        ("yes", True),
+        ("on", True),
         ("anything", True),
     ],
 )
@@ -101,21 +122,31 @@ def test_build_env_flag(monkeypatch: pytest.MonkeyPatch, value: str | None, expe
 
 
 class _Loaders:
-    def __init__(self, c_fails: bool) -> None:
-        self.c_fails = c_fails
+    """Fake twins of a unit: ``c_module`` importable unless ``c_fails``; records what was imported."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, unit: str, c_fails: bool) -> None:
         self.calls: list[str] = []
-        self.c_module = ModuleType("fake_c")
-        self.py_module = ModuleType("fake_py")
+        self.c_name, self.py_name = f"_fake_{unit}_c", f"_fake_{unit}_py"
+        self.c_module = ModuleType(self.c_name)
+        self.py_module = ModuleType(self.py_name)
+        loaders = self
+        real_import = importlib.import_module
 
-    def load_c(self) -> ModuleType:
-        self.calls.append("c")
-        if self.c_fails:
-            raise ImportError("no compiled twin")
-        return self.c_module
+        def fake_import(name: str, package: str | None = None) -> ModuleType:
+            if name == loaders.c_name:
+                loaders.calls.append("c")
+                if c_fails:
+                    raise ImportError("no compiled twin")
+                return loaders.c_module
+            if name == loaders.py_name:
+                loaders.calls.append("py")
+                return loaders.py_module
+            return real_import(name, package)
 
-    def load_py(self) -> ModuleType:
-        self.calls.append("py")
-        return self.py_module
+        monkeypatch.setattr(_compat.importlib, "import_module", fake_import)
+
+    def pick(self, name: str) -> ModuleType:
+        return _compat.pick(name, self.c_name, self.py_name)
 
 
 @pytest.fixture
@@ -131,36 +162,36 @@ def _mode(monkeypatch: pytest.MonkeyPatch, *, no: bool, require: bool) -> None:
 
 def test_build_pick_prefers_compiled(monkeypatch: pytest.MonkeyPatch, fresh_compat: None) -> None:
     _mode(monkeypatch, no=False, require=False)
-    loaders = _Loaders(c_fails=False)
-    assert _compat.pick("unit.a", loaders.load_c, loaders.load_py) is loaders.c_module
+    loaders = _Loaders(monkeypatch, "a", c_fails=False)
+    assert loaders.pick("unit.a") is loaders.c_module
     assert loaders.calls == ["c"]
     assert _compat.loaded_compiled == {"unit.a"} and not _compat.missing_compiled
 
 
 def test_build_pick_falls_back_to_pure(monkeypatch: pytest.MonkeyPatch, fresh_compat: None) -> None:
     _mode(monkeypatch, no=False, require=False)
-    loaders = _Loaders(c_fails=True)
-    assert _compat.pick("unit.b", loaders.load_c, loaders.load_py) is loaders.py_module
+    loaders = _Loaders(monkeypatch, "b", c_fails=True)
+    assert loaders.pick("unit.b") is loaders.py_module
     assert loaders.calls == ["c", "py"]
     assert _compat.missing_compiled == {"unit.b"} and not _compat.loaded_compiled
 
 
 def test_build_pick_require_extensions_raises(monkeypatch: pytest.MonkeyPatch, fresh_compat: None) -> None:
     _mode(monkeypatch, no=False, require=True)
-    loaders = _Loaders(c_fails=True)
+    loaders = _Loaders(monkeypatch, "c", c_fails=True)
     with pytest.raises(ImportError, match="no compiled twin"):
-        _compat.pick("unit.c", loaders.load_c, loaders.load_py)
+        loaders.pick("unit.c")
     assert loaders.calls == ["c"]
-    ok = _Loaders(c_fails=False)
-    assert _compat.pick("unit.d", ok.load_c, ok.load_py) is ok.c_module
+    ok = _Loaders(monkeypatch, "d", c_fails=False)
+    assert ok.pick("unit.d") is ok.c_module
 
 
 def test_build_pick_no_extensions_never_tries_compiled(
     monkeypatch: pytest.MonkeyPatch, fresh_compat: None
 ) -> None:
     _mode(monkeypatch, no=True, require=False)
-    loaders = _Loaders(c_fails=False)
-    assert _compat.pick("unit.e", loaders.load_c, loaders.load_py) is loaders.py_module
+    loaders = _Loaders(monkeypatch, "e", c_fails=False)
+    assert loaders.pick("unit.e") is loaders.py_module
     assert loaders.calls == ["py"]
     assert not _compat.loaded_compiled and not _compat.missing_compiled
 
@@ -169,32 +200,38 @@ def _python(code: str, **env: str) -> str:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("FASTNET_")}
     environment.update(env)
     environment["PYTHONPATH"] = str(ROOT)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                            env=environment, cwd=str(ROOT))
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment,
+        cwd=str(ROOT),
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
 
 
 _REPORT = (
-    "import fastnet, fastnet._compat as c, fastnet._internal.core as core; "
-    "print(fastnet.compiled, c.NO_EXTENSIONS, c.REQUIRE_EXTENSIONS, core.implementation.__name__)"
+    "import fastnet, fastnet._compat as c; "
+    "print(fastnet.compiled, c.NO_EXTENSIONS, c.REQUIRE_EXTENSIONS, fastnet.Request.__module__)"
 )
 
 
 def test_build_no_extensions_environment_variable() -> None:
-    assert _python(_REPORT, FASTNET_NO_EXTENSIONS="1") == "False True False fastnet._internal._core_py"
+    assert _python(_REPORT, FASTNET_NO_EXTENSIONS="1") == "False True False fastnet._request_py"
 
 
 def test_build_no_extensions_wins_over_require() -> None:
     out = _python(_REPORT, FASTNET_NO_EXTENSIONS="1", FASTNET_REQUIRE_EXTENSIONS="1")
-    assert out == "False True False fastnet._internal._core_py"
+    assert out == "False True False fastnet._request_py"
 
 
 def test_build_require_extensions_in_compiled_tree() -> None:
-    if not list(PACKAGE.rglob("_core_c*.so")):
+    if not list(PACKAGE.rglob("_request_c*.so")):
         pytest.skip("no compiled modules built in this tree")
     out = _python(_REPORT, FASTNET_REQUIRE_EXTENSIONS="1")
-    assert out == "True False True fastnet._internal._core_c"
+    assert out == "True False True fastnet._request_c"
 
 
 def test_build_off_values_mean_off() -> None:

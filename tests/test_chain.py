@@ -187,8 +187,9 @@ def test_chain_timeouts_readable(server: MockServer) -> None:
         return chain.proceed(chain.request)
 
     server.enqueue(MockResponse(200))
-    with _client(connect_timeout=1, read_timeout=2, write_timeout=3, interceptors=[app],
-                 network_interceptors=[network]) as client:
+    with _client(
+        connect_timeout=1, read_timeout=2, write_timeout=3, interceptors=[app], network_interceptors=[network]
+    ) as client:
         client.get(server.url("/"))
     assert seen == [(1, 2, 3), (8, 7, 9)]
 

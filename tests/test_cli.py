@@ -29,7 +29,11 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         env.pop(name, None)
     return subprocess.run(
         [sys.executable, "-m", "fastnet", *args],
-        capture_output=True, text=True, timeout=30, env=env, cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+        cwd=str(ROOT),
     )
 
 

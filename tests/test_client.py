@@ -38,11 +38,24 @@ def test_client_defaults() -> None:
 def test_client_accepts_every_documented_option() -> None:
     pool = fastnet.ConnectionPool()
     with fastnet.Client(
-        connect_timeout=1, read_timeout=2.5, write_timeout=None, call_timeout=30,
-        follow_redirects=False, follow_ssl_redirects=False, retry_on_connection_failure=False,
-        proxy=None, proxy_selector=None, authenticator=None, proxy_authenticator=None,
-        dns=None, interceptors=(), network_interceptors=[], cookie_jar=fastnet.MemoryCookieJar(),
-        connection_pool=pool, event_listener=fastnet.EventListener(), verify=False,
+        connect_timeout=1,
+        read_timeout=2.5,
+        write_timeout=None,
+        call_timeout=30,
+        follow_redirects=False,
+        follow_ssl_redirects=False,
+        retry_on_connection_failure=False,
+        proxy=None,
+        proxy_selector=None,
+        authenticator=None,
+        proxy_authenticator=None,
+        dns=None,
+        interceptors=(),
+        network_interceptors=[],
+        cookie_jar=fastnet.MemoryCookieJar(),
+        connection_pool=pool,
+        event_listener=fastnet.EventListener(),
+        verify=False,
     ) as c:
         assert c.connection_pool is pool and c.read_timeout == 2.5 and c.write_timeout is None
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-import fastnet
 from fastnet import Headers
 
 
@@ -124,7 +123,7 @@ def test_headers_wire_form() -> None:
     assert h.to_wire() == b"A: 1\r\nb: 2\r\n"
 
 
-def test_headers_public_name_is_core_type() -> None:
-    from fastnet._internal.core import Headers as Core
+def test_headers_public_name_is_the_units_type() -> None:
+    import fastnet.headers
 
-    assert fastnet.Headers is Core
+    assert fastnet.Headers is fastnet.headers.Headers

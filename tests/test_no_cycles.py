@@ -15,7 +15,7 @@ def _garbage_after(requests: int, headers: dict[str, str] | None) -> int:
         with fastnet.Client() as client:
             url = server.url("/")
             for _ in range(20):  # warm up: imports, caches, the pool
-                client.get(url, headers=headers).content
+                _ = client.get(url, headers=headers).content
             gc.collect()
             gc.disable()
             try:

@@ -195,8 +195,9 @@ def test_pool_request_connection_close_honoured(server: MockServer) -> None:
 
 
 def test_pool_http10_without_keep_alive_not_pooled(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, http_version="HTTP/1.0", body=b"old",
-                                policy=SocketPolicy.CLOSE_AFTER_RESPONSE))
+    server.enqueue(
+        MockResponse(200, http_version="HTTP/1.0", body=b"old", policy=SocketPolicy.CLOSE_AFTER_RESPONSE)
+    )
     with _client() as client:
         assert client.get(server.url("/")).content == b"old"
         assert client.connection_pool.connection_count() == 0
@@ -205,8 +206,9 @@ def test_pool_http10_without_keep_alive_not_pooled(server: MockServer) -> None:
 def test_pool_peer_closed_while_idle_is_detected(server: MockServer) -> None:
     # the server closes after the response without saying so; after more than a second idle the
     # client probes the pooled socket before reuse, sees EOF and opens a new connection instead
-    server.enqueue(MockResponse(200, body=b"1", policy=SocketPolicy.CLOSE_AFTER_RESPONSE),
-                   MockResponse(200, body=b"2"))
+    server.enqueue(
+        MockResponse(200, body=b"1", policy=SocketPolicy.CLOSE_AFTER_RESPONSE), MockResponse(200, body=b"2")
+    )
     with _client(retry_on_connection_failure=False) as client:
         assert client.get(server.url("/")).content == b"1"
         assert client.connection_pool.idle_connection_count() == 1
@@ -218,8 +220,9 @@ def test_pool_peer_closed_while_idle_is_detected(server: MockServer) -> None:
 
 def test_pool_stale_connection_retried_on_fresh_one(server: MockServer) -> None:
     # reused before the probe threshold: the stale socket fails and the call is retried once
-    server.enqueue(MockResponse(200, body=b"1", policy=SocketPolicy.CLOSE_AFTER_RESPONSE),
-                   MockResponse(200, body=b"2"))
+    server.enqueue(
+        MockResponse(200, body=b"1", policy=SocketPolicy.CLOSE_AFTER_RESPONSE), MockResponse(200, body=b"2")
+    )
     with _client() as client:
         assert client.get(server.url("/")).content == b"1"
         time.sleep(0.05)

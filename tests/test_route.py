@@ -4,39 +4,15 @@ import pickle
 import types
 
 import pytest
+from conftest import Twins
 
-import fastnet.route
-from fastnet import _compat
-from fastnet._internal import _route_selector_py, route_selector
 from fastnet.proxy import Proxy
 
-_route_selector_c = None
-if not _compat.NO_EXTENSIONS:  # a pure build must not even import the compiled twin
-    try:
-        from fastnet._internal import _route_selector_c
-    except ImportError:
-        pass
 
-
-@pytest.fixture(params=["py", "c"])
-def rs(request: pytest.FixtureRequest) -> types.ModuleType:
-    """The pure and the compiled twin of the route selector unit (which also defines Address/Route)."""
-    if request.param == "c":
-        if _compat.NO_EXTENSIONS or _route_selector_c is None:
-            pytest.skip("compiled build not available")
-        return _route_selector_c
-    return _route_selector_py
-
-
-def test_route_c_loaded() -> None:
-    if _compat.NO_EXTENSIONS:
-        assert fastnet.route.Address is _route_selector_py.Address
-        return
-    assert _route_selector_c is not None, "compiled _route_selector_c is missing in a compiled build"
-    assert fastnet.route.Address is _route_selector_c.Address
-    assert fastnet.route.Route is _route_selector_c.Route
-    assert route_selector.RouteSelector is _route_selector_c.RouteSelector
-    assert "fastnet._internal.route_selector" in _compat.loaded_compiled
+@pytest.fixture
+def rs(twins: Twins) -> types.ModuleType:
+    """The pure and the compiled twin of the ``route`` unit (Address, Route)."""
+    return twins("fastnet.route")
 
 
 # -- Address ---------------------------------------------------------------------------------------

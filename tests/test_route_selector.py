@@ -1,24 +1,17 @@
 from __future__ import annotations
 
 import ipaddress
-import threading
 import types
 from typing import Any
 
 import pytest
+from conftest import Twins
 from fakes import FakeDns, RecordingEventListener, RecordingProxySelector
 
-from fastnet import _compat
-from fastnet._internal import _route_selector_py, route_selector
+from fastnet._internal.route_database import RouteDatabase
 from fastnet.exceptions import ProxyError, RouteError, UnknownHostError
 from fastnet.proxy import Proxy
-
-_route_selector_c = None
-if not _compat.NO_EXTENSIONS:  # a pure build must not even import the compiled twin
-    try:
-        from fastnet._internal import _route_selector_c
-    except ImportError:
-        pass
+from fastnet.route import Address
 
 DIRECT = Proxy.NO_PROXY
 PROXY_A = Proxy.http("proxy-a.test", 3128)
@@ -26,13 +19,10 @@ PROXY_B = Proxy.http("proxy-b.test", 3128)
 SOCKS = Proxy.socks("127.0.0.1", 1080)
 
 
-@pytest.fixture(params=["py", "c"])
-def rs(request: pytest.FixtureRequest) -> types.ModuleType:
-    if request.param == "c":
-        if _compat.NO_EXTENSIONS or _route_selector_c is None:
-            pytest.skip("compiled build not available")
-        return _route_selector_c
-    return _route_selector_py
+@pytest.fixture
+def rs(twins: Twins) -> types.ModuleType:
+    """The pure and the compiled twin of the route selector."""
+    return twins("fastnet._internal.route_selector")
 
 
 @pytest.fixture
@@ -44,16 +34,6 @@ def dns() -> FakeDns:
             "proxy-b.test": ["10.2.0.1"],
         }
     )
-
-
-def test_route_selector_c_loaded() -> None:
-    if _compat.NO_EXTENSIONS:
-        assert route_selector.RouteSelector is _route_selector_py.RouteSelector
-        return
-    assert _route_selector_c is not None, "compiled _route_selector_c is missing in a compiled build"
-    assert route_selector.RouteSelector is _route_selector_c.RouteSelector
-    assert route_selector.RouteDatabase is _route_selector_c.RouteDatabase
-    assert _route_selector_c.__file__.endswith((".so", ".pyd"))
 
 
 def selections(selector: Any) -> list[list[str]]:
@@ -78,8 +58,8 @@ def make(
     **kw: Any,
 ) -> Any:
     address_kw = {k: kw.pop(k) for k in ("proxy", "proxy_selector") if k in kw}
-    address = rs.Address(scheme, host, port, dns=dns, **address_kw)
-    return rs.RouteSelector(address, db if db is not None else rs.RouteDatabase(), dns=dns, **kw)
+    address = Address(scheme, host, port, dns=dns, **address_kw)
+    return rs.RouteSelector(address, db if db is not None else RouteDatabase(), dns=dns, **kw)
 
 
 # -- the basics ------------------------------------------------------------------------------------
@@ -113,14 +93,14 @@ def test_route_selector_accepts_callable_dns_and_ip_objects(rs: types.ModuleType
     def lookup(host: str) -> list[Any]:
         return [ipaddress.ip_address("10.0.0.9"), ("10.0.0.8", 0)]
 
-    address = rs.Address("http", "example.com", 80)
-    selector = rs.RouteSelector(address, rs.RouteDatabase(), dns=lookup)
+    address = Address("http", "example.com", 80)
+    selector = rs.RouteSelector(address, RouteDatabase(), dns=lookup)
     assert selections(selector) == [["10.0.0.9:80", "10.0.0.8:80"]]
 
 
 def test_route_selector_rejects_a_dns_that_is_not_one(rs: types.ModuleType) -> None:
     with pytest.raises(TypeError):
-        rs.RouteSelector(rs.Address("http", "h", 80), rs.RouteDatabase(), dns=42)
+        rs.RouteSelector(Address("http", "h", 80), RouteDatabase(), dns=42)
 
 
 def test_route_selector_empty_dns_answer(rs: types.ModuleType, dns: FakeDns) -> None:
@@ -161,7 +141,7 @@ def test_route_selector_proxy_port_out_of_range(rs: types.ModuleType, dns: FakeD
 
 
 def test_route_selector_failed_route_is_postponed(rs: types.ModuleType, dns: FakeDns) -> None:
-    db = rs.RouteDatabase()
+    db = RouteDatabase()
     first = next(make(rs, dns, db))
     db.failed(first[0])
     assert selections(make(rs, dns, db)) == [["10.0.0.2:80"], ["10.0.0.1:80"]]
@@ -170,7 +150,7 @@ def test_route_selector_failed_route_is_postponed(rs: types.ModuleType, dns: Fak
 
 
 def test_route_selector_failed_proxy_is_tried_last(rs: types.ModuleType, dns: FakeDns) -> None:
-    db = rs.RouteDatabase()
+    db = RouteDatabase()
     chooser = RecordingProxySelector([PROXY_A, PROXY_B])
     first = next(make(rs, dns, db, proxy_selector=chooser))
     assert [r.proxy for r in first] == [PROXY_A]
@@ -186,7 +166,7 @@ def test_route_selector_failed_proxy_is_tried_last(rs: types.ModuleType, dns: Fa
 def test_route_selector_postponed_routes_from_every_proxy_come_last_together(
     rs: types.ModuleType, dns: FakeDns
 ) -> None:
-    db = rs.RouteDatabase()
+    db = RouteDatabase()
     dns["proxy-a.test"] = ["10.1.0.1", "10.1.0.2"]
     chooser = RecordingProxySelector([PROXY_A, PROXY_B])
     routes = [r for s in make(rs, dns, db, proxy_selector=chooser) for r in s]
@@ -398,61 +378,3 @@ def test_route_selector_events_object_may_lack_methods(rs: types.ModuleType, dns
     events = OnlyDns()
     next(make(rs, dns, events=events))
     assert events.hosts == ["example.com"]
-
-
-# -- RouteDatabase ---------------------------------------------------------------------------------
-
-
-def test_route_database_failed_connected(rs: types.ModuleType) -> None:
-    db = rs.RouteDatabase()
-    route = rs.Route(rs.Address("http", "h", 80), DIRECT, ("10.0.0.1", 80))
-    twin = rs.Route(rs.Address("http", "h", 80), DIRECT, ("10.0.0.1", 80))
-    assert not db.should_postpone(route)
-    db.failed(route)
-    assert db.should_postpone(twin) and len(db) == 1
-    db.failed(twin)
-    assert len(db) == 1
-    db.connected(twin)
-    assert not db.should_postpone(route) and len(db) == 0
-    db.connected(route)  # absent: no error
-
-
-def test_route_database_is_bounded(rs: types.ModuleType) -> None:
-    db = rs.RouteDatabase(max_size=3)
-    address = rs.Address("http", "h", 80)
-    routes = [rs.Route(address, DIRECT, (f"10.0.0.{i}", 80)) for i in range(5)]
-    for route in routes[:3]:
-        db.failed(route)
-    db.failed(routes[0])  # refreshed: now the newest
-    db.failed(routes[3])
-    db.failed(routes[4])
-    assert db.failed_routes() == [routes[0], routes[3], routes[4]]
-    with pytest.raises(ValueError):
-        rs.RouteDatabase(max_size=0)
-
-
-def test_route_database_is_thread_safe(rs: types.ModuleType) -> None:
-    db = rs.RouteDatabase(max_size=50)
-    address = rs.Address("http", "h", 80)
-    routes = [rs.Route(address, DIRECT, (f"10.0.{i // 250}.{i % 250}", 80)) for i in range(400)]
-    errors: list[BaseException] = []
-
-    def work(offset: int) -> None:
-        try:
-            for i in range(2000):
-                route = routes[(i * 7 + offset) % len(routes)]
-                if i % 3:
-                    db.failed(route)
-                else:
-                    db.connected(route)
-                db.should_postpone(route)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    assert not errors
-    assert len(db) <= 50

@@ -118,8 +118,9 @@ def test_timeouts_read_timeout_mid_body(server: MockServer) -> None:
 
 
 def test_timeouts_read_timeout_mid_stream(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"x" * 1000, chunked=True, chunk_size=100,
-                                policy=SocketPolicy.STALL_BODY))
+    server.enqueue(
+        MockResponse(200, body=b"x" * 1000, chunked=True, chunk_size=100, policy=SocketPolicy.STALL_BODY)
+    )
     with _client(read_timeout=0.3) as client:
         with client.stream("GET", server.url("/")) as r:
             with pytest.raises(fastnet.ReadTimeout):
@@ -252,8 +253,15 @@ def test_cancel_after_completion_is_harmless(server: MockServer) -> None:
 
 
 def test_timeouts_errors_can_be_built_from_a_message() -> None:
-    for cls in (fastnet.ConnectTimeout, fastnet.ReadTimeout, fastnet.WriteTimeout, fastnet.PoolTimeout,
-                fastnet.CallTimeout, fastnet.CanceledError, fastnet.ProtocolError):
+    for cls in (
+        fastnet.ConnectTimeout,
+        fastnet.ReadTimeout,
+        fastnet.WriteTimeout,
+        fastnet.PoolTimeout,
+        fastnet.CallTimeout,
+        fastnet.CanceledError,
+        fastnet.ProtocolError,
+    ):
         exc = cls("message")
         assert str(exc) == "message" and exc.url is None
     located = fastnet.ReadTimeout("slow", url=fastnet.URL("http://u:p@h/x?secret"), phase="read")

@@ -180,8 +180,9 @@ def test_tls_cancel_from_another_thread(server: MockServer) -> None:
 
 
 def test_tls_peer_closed_while_idle_is_detected(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"1", policy=SocketPolicy.CLOSE_AFTER_RESPONSE),
-                   MockResponse(200, body=b"2"))
+    server.enqueue(
+        MockResponse(200, body=b"1", policy=SocketPolicy.CLOSE_AFTER_RESPONSE), MockResponse(200, body=b"2")
+    )
     with _client(verify=server.ca_path, retry_on_connection_failure=False) as client:
         assert client.get(server.url("/")).content == b"1"
         time.sleep(1.2)  # past the idle time after which a pooled connection is probed before reuse

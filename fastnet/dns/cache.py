@@ -15,11 +15,7 @@ __all__ = ["CachingDns", "DnsCache", "IpBlacklist", "IMPLEMENTATION"]
 if TYPE_CHECKING:
     from fastnet.dns._cache_py import CachingDns, DnsCache, IpBlacklist
 else:
-    _impl = _compat.pick(
-        "fastnet.dns.cache",
-        lambda: __import__("fastnet.dns._cache_c", fromlist=["*"]),
-        lambda: __import__("fastnet.dns._cache_py", fromlist=["*"]),
-    )
+    _impl = _compat.pick("fastnet.dns.cache", "fastnet.dns._cache_c", "fastnet.dns._cache_py")
     CachingDns = _impl.CachingDns
     DnsCache = _impl.DnsCache
     IpBlacklist = _impl.IpBlacklist

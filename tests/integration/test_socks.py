@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from fastnet._internal.socks import SOCKS5_REPLIES, socks4a_connect, socks5_connect
+from fastnet._internal.connection.socks import SOCKS5_REPLIES, socks4a_connect, socks5_connect
 from fastnet.exceptions import ConnectTimeout, ProxyError
 
 GREETING = b"origin says hello\n"

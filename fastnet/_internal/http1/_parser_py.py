@@ -57,7 +57,7 @@ from h11._readers import chunk_header_re
 
 from fastnet.exceptions import ConnectionClosedError, ProtocolError
 
-__all__ = ["BODY_CHUNKED", "BODY_LENGTH", "BODY_NONE", "BODY_UNTIL_CLOSE", "ResponseParser"]
+__all__ = ["BODY_CHUNKED", "BODY_LENGTH", "BODY_NONE", "BODY_UNTIL_CLOSE", "ResponseParser", "receive_exact"]
 
 BODY_NONE = 0
 BODY_LENGTH = 1
@@ -611,3 +611,21 @@ class ResponseParser:
         if self._eof:
             raise self._fail("unexpected end of stream in a chunked body")
         return b""
+
+
+def receive_exact(recv_into: Any, head: bytes, total: int) -> tuple[bytes, int]:
+    """Receive the rest of a ``total``-byte body, ``head`` of which is in hand, into one buffer.
+    Returns ``(body, received)``; ``received < total`` means the peer closed early."""
+    out = bytearray(total)
+    have = len(head)
+    out[:have] = head
+    view = memoryview(out)
+    try:
+        while have < total:
+            n = recv_into(view[have:])
+            if n == 0:
+                break
+            have += n
+    finally:
+        view.release()
+    return bytes(out), have

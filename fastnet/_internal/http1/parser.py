@@ -13,7 +13,7 @@ rules and ``tests/test_http1_parser.py`` for the differential tests). Usage::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fastnet import _compat
 
@@ -27,41 +27,27 @@ __all__ = [
     "receive_exact",
 ]
 
-BODY_NONE = 0
-BODY_LENGTH = 1
-BODY_CHUNKED = 2
-BODY_UNTIL_CLOSE = 3
-
-
-def _receive_exact_py(recv_into: Any, head: bytes, total: int) -> tuple[bytes, int]:
-    """Pure twin of ``_parser_c.receive_exact``: receive the rest of a ``total``-byte body into one buffer."""
-    out = bytearray(total)
-    have = len(head)
-    out[:have] = head
-    view = memoryview(out)
-    try:
-        while have < total:
-            n = recv_into(view[have:])
-            if n == 0:
-                break
-            have += n
-    finally:
-        view.release()
-    return bytes(out), have
-
-
 if TYPE_CHECKING:
-    from fastnet._internal.http1._parser_py import ResponseParser
-
-    receive_exact = _receive_exact_py
+    from fastnet._internal.http1._parser_py import (
+        BODY_CHUNKED,
+        BODY_LENGTH,
+        BODY_NONE,
+        BODY_UNTIL_CLOSE,
+        ResponseParser,
+        receive_exact,
+    )
 else:
     _impl = _compat.pick(
         "fastnet._internal.http1.parser",
-        lambda: __import__("fastnet._internal.http1._parser_c", fromlist=["*"]),
-        lambda: __import__("fastnet._internal.http1._parser_py", fromlist=["*"]),
+        "fastnet._internal.http1._parser_c",
+        "fastnet._internal.http1._parser_py",
     )
+    BODY_CHUNKED = _impl.BODY_CHUNKED
+    BODY_LENGTH = _impl.BODY_LENGTH
+    BODY_NONE = _impl.BODY_NONE
+    BODY_UNTIL_CLOSE = _impl.BODY_UNTIL_CLOSE
     ResponseParser = _impl.ResponseParser
-    receive_exact = getattr(_impl, "receive_exact", _receive_exact_py)
+    receive_exact = _impl.receive_exact
 
 #: Name of the module that provides :class:`ResponseParser` (``..._parser_c`` or ``..._parser_py``).
 IMPLEMENTATION: str = ResponseParser.__module__

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from fastnet._internal.connection.sockets import hostport
 from fastnet.exceptions import CanceledError, ConnectError, ConnectTimeout
 
 __all__ = ["CANCEL_CHECK_INTERVAL", "DEFAULT_ATTEMPT_DELAY", "connect_tcp"]
@@ -48,8 +49,7 @@ def _default_target(route: Any) -> tuple[str, int]:
 
 
 def _describe(target: tuple[str, int]) -> str:
-    host, port = target[0], target[1]
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return hostport(target[0], target[1])
 
 
 def _sockaddr(target: tuple[str, int]) -> tuple[int, Any]:

@@ -1,5 +1,6 @@
-# Declarations that turn _pool_py.py into a typed cdef class (Cython pure-Python mode).
+# Declarations that compile _pool_py.py as the typed module _pool_c (Cython pure-Python mode).
 cimport cython
+from fastnet._internal.connection._real_connection_c cimport RealConnection
 
 
 cdef class RealConnectionPool:
@@ -13,20 +14,24 @@ cdef class RealConnectionPool:
     cdef public object cond
     cdef public bint closed
 
-    @cython.locals(stack=list, keep_alive=double)
-    cpdef object acquire(self, object address, double now)
+    @cython.locals(stack=list, keep_alive=double, conn=RealConnection, found=RealConnection)
+    cpdef RealConnection acquire(self, object address, double now)
+    @cython.locals(victim=RealConnection)
     cpdef reserve(self, object host, double deadline)
     cpdef unreserve(self, object host)
-    cpdef register(self, object conn)
-    @cython.locals(now=double, stack=list)
-    cpdef release(self, object conn, bint reusable)
-    @cython.locals(order=dict)
+    cpdef register(self, RealConnection conn)
+    @cython.locals(now=double, stack=list, c=RealConnection)
+    cpdef release(self, RealConnection conn, bint reusable)
+    @cython.locals(order=dict, oldest=RealConnection)
     cdef object _evict(self, double now)
+    @cython.locals(conn=RealConnection)
     cdef object _idle_victim(self, object host)
-    cdef _remove_idle(self, object conn)
-    cdef _forget(self, object conn)
+    cdef _remove_idle(self, RealConnection conn)
+    cdef _forget(self, RealConnection conn)
     cdef _decrement(self, object host)
+    @cython.locals(conn=RealConnection)
     cpdef int evict_all(self)
+    @cython.locals(conn=RealConnection)
     cpdef int cleanup(self)
     cpdef int connection_count(self)
     cpdef int idle_connection_count(self)

@@ -1,22 +1,29 @@
 """Idle keep-alive connections keyed by Address, most recently used first.
 
 Theory of operation: ``idle`` maps an Address to a stack of idle connections (the most recently used
-on top, so a warm connection stays warm and extras age out: decisions.md row 10); ``order`` holds every
-idle connection in the order it became idle, so the oldest is found in O(1) for eviction. ``counts``
-counts live connections (idle and in use) per host for ``max_connections_per_host``. All bookkeeping
-happens under one lock; the methods collect the connections to close and close them after releasing
-the lock, so no socket I/O ever happens while the lock is held. Expired and excess idle connections
-are evicted whenever the pool is touched (no background thread polls sockets), and only the one
-connection about to be reused is health-checked, by the caller.
+on top, so a warm connection stays warm and extras age out; OkHttp hands out the oldest instead);
+``order`` holds every idle connection in the order it became idle, so the oldest is found in O(1) for
+eviction. ``counts`` counts live connections (idle and in use) per host for
+``max_connections_per_host``. All bookkeeping happens under one lock; the methods collect the
+connections to close and close them after releasing the lock, so no socket I/O ever happens while the
+lock is held. Expired and excess idle connections are evicted whenever the pool is touched (no
+background thread polls sockets), and only the one connection about to be reused is health-checked, by
+the caller.
+
+Pure-Python twin of the compiled ``_pool_c``; import both through ``fastnet._internal.connection.pool``.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastnet.exceptions import PoolTimeout
+
+if TYPE_CHECKING:
+    from fastnet._internal.connection.real_connection import RealConnection
+    from fastnet.route import Address
 
 __all__ = ["RealConnectionPool"]
 
@@ -35,6 +42,15 @@ class RealConnectionPool:
         "cond",
         "closed",
     )
+    max_idle: int
+    keep_alive: float
+    max_per_host: int  # 0: no limit
+    idle: dict[Address, list[RealConnection]]
+    order: dict[RealConnection, None]  # every idle connection, oldest first
+    counts: dict[str, int]  # live connections (idle and in use) per host
+    lock: threading.Lock
+    cond: threading.Condition
+    closed: bool
 
     def __init__(self, max_idle: int, keep_alive: float, max_per_host: int) -> None:
         self.max_idle = max_idle
@@ -47,14 +63,14 @@ class RealConnectionPool:
         self.cond = threading.Condition(self.lock)
         self.closed = False
 
-    def acquire(self, address: Any, now: float) -> Any:
+    def acquire(self, address: Address, now: float) -> RealConnection | None:
         """Take the most recently used idle connection for ``address``, or None (``now`` is
         ``time.monotonic()``, which the caller needs too)."""
         stack = self.idle.get(address)
         if not stack:
             return None
         found = None
-        expired = None
+        expired: list[RealConnection] | None = None
         keep_alive = self.keep_alive
         lock = self.lock
         lock.acquire()
@@ -79,7 +95,7 @@ class RealConnectionPool:
                 conn.close()
         return found
 
-    def reserve(self, host: Any, deadline: float) -> None:
+    def reserve(self, host: str, deadline: float) -> None:
         """Count a connection about to be opened to ``host``; waits while the host is at its limit."""
         limit = self.max_per_host
         with self.cond:
@@ -97,7 +113,7 @@ class RealConnectionPool:
                     count = self.counts.get(host, 0)
             self.counts[host] = count + 1
 
-    def wait_for_slot(self, address: Any, deadline: float) -> bool:
+    def wait_for_slot(self, address: Address, deadline: float) -> bool:
         """Under a per-host limit, wait until ``address`` has an idle connection (True: acquire it) or
         the host has room for a new one (False). A slot freed by a finished call comes back as an idle
         connection, and reusing it beats closing it to open another."""
@@ -111,7 +127,7 @@ class RealConnectionPool:
                     return False
                 self._wait_for_release(host, deadline)
 
-    def _wait_for_release(self, host: Any, deadline: float) -> None:
+    def _wait_for_release(self, host: str, deadline: float) -> None:
         """Under the lock: wait (at most 0.5 s at a time) for a connection to ``host`` to be released;
         ``PoolTimeout`` once the call's deadline (0: none) has passed."""
         wait = 3600.0 if deadline <= 0 else deadline - time.monotonic()
@@ -123,15 +139,15 @@ class RealConnectionPool:
             )
         self.cond.wait(min(wait, 0.5))
 
-    def unreserve(self, host: Any) -> None:
+    def unreserve(self, host: str) -> None:
         with self.cond:
             self._decrement(host)
 
-    def register(self, conn: Any) -> None:
+    def register(self, conn: RealConnection) -> None:
         """A new connection (already counted by ``reserve``) now belongs to the pool."""
         conn.pool = self
 
-    def release(self, conn: Any, reusable: bool) -> None:
+    def release(self, conn: RealConnection, reusable: bool) -> None:
         """A call is done with ``conn``: keep it idle when reusable, else close it."""
         to_close = None
         now = time.monotonic()
@@ -162,7 +178,7 @@ class RealConnectionPool:
             for c in to_close:
                 c.close()
 
-    def _evict(self, now: float) -> Any:
+    def _evict(self, now: float) -> list[RealConnection] | None:
         """Expired idle connections and, past max_idle, the oldest idle ones (under the lock)."""
         victims = None
         order = self.order
@@ -177,13 +193,13 @@ class RealConnectionPool:
             victims.append(oldest)
         return victims
 
-    def _idle_victim(self, host: Any) -> Any:
+    def _idle_victim(self, host: str) -> RealConnection | None:
         for conn in self.order:
             if conn.address.host == host:
                 return conn
         return None
 
-    def _remove_idle(self, conn: Any) -> None:
+    def _remove_idle(self, conn: RealConnection) -> None:
         del self.order[conn]
         stack = self.idle.get(conn.address)
         if stack is not None:
@@ -194,12 +210,12 @@ class RealConnectionPool:
             if not stack:
                 del self.idle[conn.address]
 
-    def _forget(self, conn: Any) -> None:
+    def _forget(self, conn: RealConnection) -> None:
         if conn.pool is self:
             conn.pool = None
             self._decrement(conn.address.host)
 
-    def _decrement(self, host: Any) -> None:
+    def _decrement(self, host: str) -> None:
         count = self.counts.get(host, 0) - 1
         if count > 0:
             self.counts[host] = count

@@ -1,0 +1,107 @@
+"""``ClientCore``: the typed half of ``fastnet.Client``, the settings and shared state every call reads.
+
+``fastnet.Client`` checks its options once and fills one of these in; the engine (``RealCall`` and the
+built-in interceptors) reads it on every request through C fields in the compiled build. It holds no
+logic beyond picking a call's event listener and starting the call-timeout watchdog on first use.
+
+Pure-Python twin of the compiled ``_client_core_c``; import both through ``fastnet._internal.client_core``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from fastnet._internal.watchdog import Watchdog
+from fastnet._version import __version__
+
+if TYPE_CHECKING:
+    from fastnet._internal.connection.connector import Connector
+    from fastnet._internal.connection.pool import RealConnectionPool
+
+__all__ = ["MAX_FOLLOW_UPS", "USER_AGENT", "ClientCore"]
+
+USER_AGENT = f"fastnet/{__version__}"
+MAX_FOLLOW_UPS = 20
+
+
+class ClientCore:
+    """Configuration and shared state read on every request; ``fastnet.Client`` fills it in."""
+
+    __slots__ = (
+        "connect_timeout",
+        "read_timeout",
+        "write_timeout",
+        "call_timeout",
+        "follow_redirects",
+        "follow_ssl_redirects",
+        "retry_on_connection_failure",
+        "max_follow_ups",
+        "interceptors",
+        "pool",
+        "cookie_jar",
+        "event_listener",
+        "event_listener_factory",
+        "user_agent",
+        "connector",
+        "authenticator",
+        "proxy_authenticator",
+        "sensitive_headers",
+        "__weakref__",
+    )
+    connect_timeout: float  # seconds; 0.0 means no timeout, as for the three below
+    read_timeout: float
+    write_timeout: float
+    call_timeout: float
+    follow_redirects: bool
+    follow_ssl_redirects: bool
+    retry_on_connection_failure: bool
+    max_follow_ups: int
+    interceptors: list[Any]  # application, the built-ins and network interceptors, in chain order
+    pool: RealConnectionPool
+    cookie_jar: Any  # None for no cookies
+    event_listener: Any
+    event_listener_factory: Any
+    user_agent: str
+    connector: Connector
+    authenticator: Any
+    proxy_authenticator: Any
+    sensitive_headers: frozenset[str]  # lowercased
+
+    def __init__(self) -> None:
+        self.connect_timeout = 10.0
+        self.read_timeout = 10.0
+        self.write_timeout = 10.0
+        self.call_timeout = 0.0
+        self.follow_redirects = True
+        self.follow_ssl_redirects = True
+        self.retry_on_connection_failure = True
+        self.max_follow_ups = MAX_FOLLOW_UPS
+        self.interceptors = []
+        self.cookie_jar = None
+        self.event_listener = None
+        self.event_listener_factory = None
+        self.user_agent = USER_AGENT
+        self.authenticator = None
+        self.proxy_authenticator = None
+        self.sensitive_headers = frozenset()
+
+    def new_events(self, call: Any) -> Any:
+        """The event listener of a new call: the factory's, else the shared one (None: no events)."""
+        factory = self.event_listener_factory
+        if factory is not None:
+            return factory(call)
+        return self.event_listener
+
+
+_WATCHDOG: Watchdog | None = None
+_WATCHDOG_LOCK = threading.Lock()
+
+
+def watchdog() -> Watchdog:
+    """The process's call-timeout watchdog, started on first use."""
+    global _WATCHDOG
+    with _WATCHDOG_LOCK:
+        if _WATCHDOG is None:
+            _WATCHDOG = Watchdog()
+        return _WATCHDOG

@@ -1,0 +1,42 @@
+"""``ConnectInterceptor``: a connection for the request (pooled, else new) and an exchange on it.
+
+Everything below this interceptor in the chain (network interceptors, CallServer) has a connection:
+``chain.exchange`` is set, and ``chain.connection`` is the ``RealConnection``. Finding the connection is
+the exchange finder's job (``connection/exchange_finder.py``): the pool first, then routes.
+
+Pure-Python twin of the compiled ``_connect_c``; import both through ``fastnet._internal.connect``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fastnet._internal.chain import InternalInterceptor
+from fastnet._internal.connection.exchange_finder import find_connection
+from fastnet._internal.http1.exchange import new_exchange
+
+if TYPE_CHECKING:
+    from fastnet._internal.chain import RealInterceptorChain
+    from fastnet._internal.connection.connector import Connector
+    from fastnet.response import Response
+
+__all__ = ["ConnectInterceptor"]
+
+
+class ConnectInterceptor(InternalInterceptor):
+    """Finds a connection for the request (pool first, then a new route) and opens an exchange on it."""
+
+    __slots__ = ("connector",)
+    connector: Connector
+
+    def __init__(self, connector: Connector) -> None:
+        self.connector = connector
+
+    def intercept(self, chain: RealInterceptorChain) -> Response:
+        call = chain.call
+        request = chain.request
+        connection = find_connection(self.connector, call, request, chain.connect_timeout, chain.read_timeout)
+        exchange = new_exchange(call, connection, request)
+        call.exchange = exchange
+        connection.set_timeouts(chain.read_timeout, chain.write_timeout)
+        return chain.copy(chain.index, request, exchange).proceed(request)

@@ -1,0 +1,41 @@
+# Declarations that compile _real_call_py.py as the typed module _real_call_c (Cython pure-Python mode).
+cimport cython
+from fastnet._headers_c cimport Headers
+from fastnet._internal._chain_c cimport RealInterceptorChain, first_chain
+from fastnet._internal._client_core_c cimport ClientCore
+from fastnet._internal.connection._connection_user_c cimport ConnectionUser
+from fastnet._internal.connection._real_connection_c cimport RealConnection
+from fastnet._internal.http1._exchange_c cimport Exchange
+from fastnet._request_c cimport Request, make_request
+from fastnet._response_c cimport Response
+
+
+cdef class RealCall(ConnectionUser):
+    cdef public ClientCore client
+    cdef public Request request
+    cdef public bint executed
+    cdef public bint finished
+    cdef public bint returned
+    cdef public object wakeup
+    cdef object __weakref__
+
+    @cython.locals(client=ClientCore, chain=RealInterceptorChain, response=Response)
+    cpdef Response execute(self)
+    cpdef object canceled_error(self, object request)
+    @cython.locals(conn=RealConnection)
+    cpdef exchange_failed(self, object exc, object exchange)
+    cpdef body_failed(self, object exc)
+    @cython.locals(exchange=Exchange)
+    cpdef release_connection(self, RealConnection conn, bint reusable)
+    cpdef end(self)
+    @cython.locals(conn=RealConnection)
+    cpdef fail(self, object exc)
+
+
+cdef _init_call(RealCall call, ClientCore client, Request request)
+@cython.locals(call=RealCall)
+cpdef RealCall new_call(ClientCore client, Request request)
+@cython.locals(req=Request, call=RealCall, response=Response)
+cpdef Response request(ClientCore client, str method, object url, object headers, object body, object json,
+                       bint stream, object proxy)
+cpdef Response get(ClientCore client, object url, object headers=*, object proxy=*)

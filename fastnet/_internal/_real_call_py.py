@@ -1,0 +1,266 @@
+"""``RealCall``: one request's lifetime, and the entry points that make one.
+
+Theory of operation
+-------------------
+``execute()`` runs once: it starts the call timeout (the process's watchdog cancels the call when it
+passes), builds the first chain and proceeds. The response it returns may still stream its body; the
+call ends (``call_end``) when that body is read to the end or closed, or at once for a body-less
+response. Every failure ends the call with ``call_failed`` exactly once.
+
+``cancel()`` may come from any thread: it marks the call, wakes a backoff sleep, shuts down the
+connection the call holds (so a blocked read or write fails at once) and aborts a connect in flight.
+
+A RealCall is the ``ConnectionUser`` of the layers below it: the exchange and the exchange finder read
+its flags and report back through ``release_connection``, ``body_failed`` and ``exchange_failed``.
+
+``request()`` and ``get()`` are what ``Client.request`` and ``Client.get`` run: they build the Request
+(the URL parsed once and cached), make the call, execute it and read the body unless asked to stream.
+
+Pure-Python twin of the compiled ``_real_call_c``; import both through ``fastnet._internal.real_call``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from fastnet._internal.chain import first_chain
+from fastnet._internal.client_core import watchdog
+from fastnet._internal.connection.connection_user import ConnectionUser
+from fastnet.exceptions import CallTimeout, CanceledError, NetworkError, PoolTimeout
+from fastnet.headers import EMPTY_HEADERS
+from fastnet.request import KNOWN_METHODS, Request, make_request
+from fastnet.url import URL
+from fastnet.url import _cache as _URL_CACHE
+
+if TYPE_CHECKING:
+    from fastnet._internal.client_core import ClientCore
+    from fastnet._internal.connection.real_connection import RealConnection
+    from fastnet._internal.http1.exchange import Exchange
+    from fastnet.proxy import Proxy
+    from fastnet.request import BodyLike
+    from fastnet.response import Response
+
+__all__ = ["RealCall", "get", "new_call", "request"]
+
+
+class RealCall(ConnectionUser):
+    """One request's lifetime: ``execute()`` once, ``cancel()`` from any thread."""
+
+    __slots__ = ("client", "request", "executed", "finished", "returned", "wakeup", "__weakref__")
+    client: ClientCore
+    request: Request
+    executed: bool
+    finished: bool  # call_end or call_failed has been reported
+    returned: bool  # execute() returned a response (its body may still be streaming)
+    wakeup: threading.Event | None  # set by cancel() to cut a backoff sleep short
+
+    def __init__(self, client: ClientCore, request: Request) -> None:
+        _init_call(self, client, request)
+
+    @property
+    def is_executed(self) -> bool:
+        return self.executed
+
+    @property
+    def is_canceled(self) -> bool:
+        return self.canceled
+
+    def execute(self) -> Response:
+        """Run the call through the interceptor chain; returns a response whose body may stream."""
+        if self.executed:
+            raise RuntimeError("Already Executed")
+        self.executed = True
+        client = self.client
+        events = self.events
+        if client.call_timeout > 0:
+            self.deadline = time.monotonic() + client.call_timeout
+            watchdog().watch(self)
+        if events is not None:
+            events.call_start(self)
+        request = self.request
+        try:
+            if self.canceled:
+                raise self.canceled_error(request)
+            chain = first_chain(
+                self,
+                client.interceptors,
+                request,
+                client.connect_timeout,
+                client.read_timeout,
+                client.write_timeout,
+            )
+            response = chain.proceed(request)
+            if self.canceled:
+                response.close()
+                raise self.canceled_error(request)
+        except BaseException as exc:
+            self.fail(exc)
+            if isinstance(exc, NetworkError):
+                if self.canceled and not isinstance(exc, (CanceledError, CallTimeout, PoolTimeout)):
+                    raise self.canceled_error(request) from exc
+                exc._locate(request.url, None)
+            raise
+        self.returned = True
+        if response._source is None:
+            self.end()
+        return response
+
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` (for backoff); ``cancel()`` and the call timeout cut it short with an error."""
+        if self.canceled:
+            raise self.canceled_error(self.request)
+        if seconds > 0:
+            if self.deadline > 0 and time.monotonic() + seconds > self.deadline:
+                seconds = max(0.0, self.deadline - time.monotonic()) + 0.05
+            wakeup = self.wakeup
+            if wakeup is None:
+                wakeup = self.wakeup = threading.Event()
+            if self.canceled:
+                raise self.canceled_error(self.request)
+            wakeup.wait(seconds)
+        if self.canceled:
+            raise self.canceled_error(self.request)
+
+    def canceled_error(self, request: Request) -> NetworkError:
+        if self.timed_out:
+            return CallTimeout("call timeout", url=request.url)
+        return CanceledError("Canceled", url=request.url)
+
+    def cancel(self) -> None:
+        """Cancel the call: closes its socket so a blocked read or write fails with CanceledError."""
+        if self.canceled:
+            return
+        self.canceled = True
+        wakeup = self.wakeup
+        if wakeup is not None:
+            wakeup.set()
+        if self.events is not None:
+            self.events.canceled(self)
+        conn = self.connection
+        if conn is not None:
+            conn.shutdown()
+        finder = self.finder
+        if finder is not None:
+            finder.cancel()
+
+    def exchange_failed(self, exc: NetworkError, exchange: Exchange) -> None:
+        """An I/O failure on an exchange: the connection is done for; remember it for recover()."""
+        conn = exchange.connection
+        was_fresh = conn.exchange_count == 0
+        conn.no_new_exchanges = True
+        if self.events is not None:
+            self.events.response_failed(self, exc)
+        if was_fresh and conn.route is not None:
+            # a fresh connection that failed its first exchange: its route is remembered as failed
+            self.client.connector.record_failure(conn.route, exc)
+        self.last_failure = (conn, was_fresh)
+        exchange.done = True
+        self.release_connection(conn, False)
+
+    def body_failed(self, exc: NetworkError) -> None:
+        if self.events is not None:
+            self.events.response_failed(self, exc)
+        self.fail(exc)
+
+    def release_connection(self, conn: RealConnection, reusable: bool) -> None:
+        if self.connection is conn:
+            self.connection = None
+        if self.events is not None:
+            self.events.connection_released(self, conn)
+        self.client.pool.release(conn, reusable)
+        exchange = self.exchange
+        if exchange is not None and exchange.connection is conn:
+            self.exchange = None
+        if self.returned:
+            self.end()
+
+    def end(self) -> None:
+        self.finder = None  # the finder points back at this call: no cycle left for the collector
+        if self.finished:
+            return
+        self.finished = True
+        if self.deadline > 0:
+            self.deadline = -1.0
+        if self.events is not None:
+            self.events.call_end(self)
+
+    def fail(self, exc: BaseException) -> None:
+        self.finder = None
+        conn = self.connection
+        if conn is not None:
+            self.connection = None
+            conn.no_new_exchanges = True
+            self.client.pool.release(conn, False)
+        if self.finished:
+            return
+        self.finished = True
+        if self.deadline > 0:
+            self.deadline = -1.0
+        if self.events is not None:
+            self.events.call_failed(self, exc)
+
+    def clone(self) -> RealCall:
+        return RealCall(self.client, self.request)
+
+    def __repr__(self) -> str:
+        return f"<Call {self.request.method} {self.request.url.redacted()}>"
+
+
+def _init_call(call: RealCall, client: ClientCore, request: Request) -> None:
+    call.client = client
+    call.request = request
+    call.executed = False
+    call.canceled = False
+    call.timed_out = False
+    call.connection = None
+    call.exchange = None
+    call.finder = None
+    call.last_failure = None
+    call.deadline = 0.0
+    call.finished = False
+    call.returned = False
+    call.wakeup = None
+    call.events = client.new_events(call)
+
+
+def new_call(client: ClientCore, request: Request) -> RealCall:
+    """A RealCall without ``__init__`` argument parsing (the per-request path)."""
+    call = RealCall.__new__(RealCall)
+    _init_call(call, client, request)
+    return call
+
+
+def request(
+    client: ClientCore,
+    method: str,
+    url: str | URL,
+    headers: Any,
+    body: BodyLike | None,
+    json: Any,
+    stream: bool,
+    proxy: Proxy | None,
+) -> Response:
+    """Build, execute and (unless ``stream``) read a request: what ``Client.request`` runs."""
+    if headers is None and body is None and json is None and method in KNOWN_METHODS:
+        cached = _URL_CACHE.get(url) if isinstance(url, str) else None
+        if cached is None:
+            cached = url if isinstance(url, URL) else URL(url)
+        req = make_request(method, cached, EMPTY_HEADERS, None, proxy, None)
+    else:
+        req = Request(method, url, headers, body, json, proxy)
+    call = new_call(client, req)
+    response = call.execute()
+    if not stream and response._source is not None:
+        try:
+            response.read()
+        except BaseException:
+            response.close()
+            raise
+    return response
+
+
+def get(client: ClientCore, url: str | URL, headers: Any = None, proxy: Proxy | None = None) -> Response:
+    """``Client.get``: a GET whose body is read."""
+    return request(client, "GET", url, headers, None, None, False, proxy)

@@ -1,0 +1,22 @@
+"""Dispatcher of the ``client_core`` unit: compiled ``_client_core_c`` or pure ``_client_core_py``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fastnet import _compat
+
+__all__ = ["MAX_FOLLOW_UPS", "USER_AGENT", "ClientCore", "watchdog"]
+
+if TYPE_CHECKING:
+    from fastnet._internal._client_core_py import MAX_FOLLOW_UPS, USER_AGENT, ClientCore, watchdog
+else:
+    _impl = _compat.pick(
+        "fastnet._internal.client_core",
+        "fastnet._internal._client_core_c",
+        "fastnet._internal._client_core_py",
+    )
+    MAX_FOLLOW_UPS = _impl.MAX_FOLLOW_UPS
+    USER_AGENT = _impl.USER_AGENT
+    ClientCore = _impl.ClientCore
+    watchdog = _impl.watchdog

@@ -1,0 +1,18 @@
+# Declarations that compile _connection_user_py.py as the typed module _connection_user_c.
+from fastnet._internal.connection._real_connection_c cimport RealConnection
+
+
+cdef class ConnectionUser:
+    cdef public object events
+    cdef public bint canceled
+    cdef public bint timed_out
+    cdef public double deadline
+    cdef public RealConnection connection
+    cdef public object finder
+    cdef public object exchange
+    cdef public object last_failure
+
+    cpdef object canceled_error(self, object request)
+    cpdef body_failed(self, object exc)
+    cpdef release_connection(self, RealConnection conn, bint reusable)
+    cpdef exchange_failed(self, object exc, object exchange)

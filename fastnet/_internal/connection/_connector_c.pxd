@@ -1,0 +1,25 @@
+# Declarations that compile _connector_py.py as the typed module _connector_c (Cython pure-Python mode).
+from fastnet._internal._route_database_c cimport RouteDatabase
+from fastnet._internal.connection._pool_c cimport RealConnectionPool
+from fastnet._route_c cimport Address, Route
+
+
+cdef class Connector:
+    cdef public RealConnectionPool pool
+    cdef public dict addresses
+    cdef public object dns
+    cdef public object proxy
+    cdef public object proxy_selector
+    cdef public RouteDatabase route_database
+    cdef public object ssl_context
+    cdef public object proxy_authenticator
+    cdef public bint fallback_to_direct
+    cdef public bint happy_eyeballs
+    cdef public str user_agent
+    cdef public dict tls_sessions
+
+    cpdef Address address_of(self, object url, object proxy)
+    cpdef Address address_for(self, object url, object proxy)
+    cpdef record_failure(self, Route route, object error)
+    cpdef record_overtaken(self, Route route, object error)
+    cpdef record_success(self, Route route)

@@ -1,0 +1,29 @@
+# Declarations that compile _exchange_finder_py.py as the typed module _exchange_finder_c.
+cimport cython
+from fastnet._internal._route_selector_c cimport RouteSelector
+from fastnet._internal.connection._connection_user_c cimport ConnectionUser
+from fastnet._internal.connection._connector_c cimport Connector
+from fastnet._internal.connection._pool_c cimport RealConnectionPool
+from fastnet._internal.connection._real_connection_c cimport RealConnection
+from fastnet._request_c cimport Request
+from fastnet._route_c cimport Address, Route, is_ip_literal
+
+
+@cython.locals(address=Address, pool=RealConnectionPool, conn=RealConnection, now=double,
+               finder=ExchangeFinder)
+cpdef RealConnection find_connection(Connector connector, ConnectionUser user, Request request,
+                                     double connect_timeout, double read_timeout)
+
+
+cdef class ExchangeFinder:
+    cdef public Connector connector
+    cdef public ConnectionUser user
+    cdef public Address address
+    cdef public RouteSelector selector
+    cdef public list pending
+    cdef public bint canceled
+    cdef public object connecting
+    cdef dict _proxy_ips
+
+    @cython.locals(pool=RealConnectionPool)
+    cpdef RealConnection find(self, double connect_timeout, double read_timeout)

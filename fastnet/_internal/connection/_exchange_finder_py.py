@@ -1,0 +1,427 @@
+"""Finding a connection for a request: the pool first, else routes planned and connected one by one.
+
+Theory of operation
+-------------------
+``find_connection`` is what every request runs: the Address of the request's URL (from the Connector's
+cache), the most recently used idle connection for it (probed for a peer close only when it was idle
+for over a second), and only on a miss an ``ExchangeFinder``. With ``max_connections_per_host`` a call
+waits for a connection to that host to be released, bounded by its call timeout.
+
+An ``ExchangeFinder`` lives for one call hop and one Address. It owns the ``RouteSelector``, so a retry
+after a fresh connection failed its first exchange continues with the *next* route instead of starting
+over. For each selection (one proxy's routes) the TCP connects race (RFC 8305, ``happy_eyeballs.py``);
+the winner is taken through the SOCKS handshake or the CONNECT tunnel and TLS, and becomes a
+``RealConnection`` counted by the pool. Every outcome is reported to the Connector (route database, DNS
+hooks, proxy selector) and to the call's event listener.
+
+Pure-Python twin of the compiled ``_exchange_finder_c``; import both through
+``fastnet._internal.connection.exchange_finder``.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import TYPE_CHECKING, Any
+
+from fastnet._internal.connection.happy_eyeballs import connect_tcp
+from fastnet._internal.connection.real_connection import RealConnection, set_socket_timeouts
+from fastnet._internal.connection.sockets import close_quietly
+from fastnet._internal.connection.socks import socks4a_connect, socks5_connect
+from fastnet._internal.connection.tls import wrap_tls
+from fastnet._internal.connection.tunnel import open_tunnel
+from fastnet._internal.route_selector import RouteSelector
+from fastnet.dns import as_dns
+from fastnet.exceptions import (
+    CanceledError,
+    ConnectError,
+    ConnectTimeout,
+    NetworkError,
+    ProxyError,
+    RouteError,
+    TlsVerificationError,
+    UnknownHostError,
+)
+from fastnet.proxy import Proxy, ProxyType
+from fastnet.route import is_ip_literal
+
+if TYPE_CHECKING:
+    from fastnet._internal.connection.connection_user import ConnectionUser
+    from fastnet._internal.connection.connector import Connector
+    from fastnet.request import Request
+    from fastnet.route import Address, Route
+
+__all__ = ["PROBE_IDLE_AFTER", "ExchangeFinder", "find_connection"]
+
+#: An idle connection older than this is probed for a peer close before reuse (one MSG_PEEK recv).
+PROBE_IDLE_AFTER = 1.0
+_monotonic = time.monotonic
+
+
+def find_connection(
+    connector: Connector, user: ConnectionUser, request: Request, connect_timeout: float, read_timeout: float
+) -> RealConnection:
+    """A connection for ``request``: a pooled one for its Address, else a new one. The call holds it."""
+    address = connector.address_of(request.url, request.proxy)
+    pool = connector.pool
+    while True:
+        now = _monotonic()
+        conn = pool.acquire(address, now)
+        if conn is None:
+            if pool.max_per_host > 0 and pool.wait_for_slot(address, user.deadline):
+                continue  # a call released a connection to this address while we waited
+            break
+        if now - conn.idle_at < PROBE_IDLE_AFTER or conn.is_healthy():
+            break
+        pool.release(conn, False)
+    if conn is None:
+        finder = user.finder
+        if finder is None or finder.address != address:
+            finder = ExchangeFinder(connector, user, address)
+            user.finder = finder
+        conn = finder.find(connect_timeout, read_timeout)
+    user.connection = conn
+    if user.canceled:
+        conn.shutdown()
+    if user.events is not None:
+        user.events.connection_acquired(user, conn)
+    return conn
+
+
+class _EventAdapter:
+    """Gives the route selector ``events.x(args)`` calls that reach ``listener.x(call, args)``."""
+
+    __slots__ = ("call", "listener")
+
+    def __init__(self, call: Any, listener: Any) -> None:
+        self.call = call
+        self.listener = listener
+
+    def proxy_select_start(self, url: Any) -> None:
+        self.listener.proxy_select_start(self.call, url)
+
+    def proxy_select_end(self, url: Any, proxies: Any) -> None:
+        self.listener.proxy_select_end(self.call, url, proxies)
+
+    def dns_start(self, host: str) -> None:
+        self.listener.dns_start(self.call, host)
+
+    def dns_end(self, host: str, ips: Any) -> None:
+        self.listener.dns_end(self.call, host, ips)
+
+
+class ExchangeFinder:
+    """Routes for one address within one call hop, and the connection attempts over them."""
+
+    __slots__ = (
+        "connector",
+        "user",
+        "address",
+        "selector",
+        "pending",
+        "canceled",
+        "connecting",
+        "_proxy_ips",
+    )
+    connector: Connector
+    user: ConnectionUser
+    address: Address
+    selector: RouteSelector
+    pending: list[Route]  # routes of the current selection not tried yet
+    canceled: bool
+    connecting: Any  # the socket being connected, so cancel() can abort the connect
+    _proxy_ips: dict[str, str]
+
+    def __init__(self, connector: Connector, user: ConnectionUser, address: Address) -> None:
+        self.connector = connector
+        self.user = user
+        self.address = address
+        events = None
+        if user.events is not None:
+            events = _EventAdapter(user, user.events)
+        self.selector = RouteSelector(
+            address,
+            connector.route_database,
+            dns=connector.dns,
+            fallback_to_direct=connector.fallback_to_direct,
+            happy_eyeballs=connector.happy_eyeballs,
+            events=events,
+        )
+        self.pending = []
+        self.canceled = False
+        self.connecting = None
+        self._proxy_ips = {}
+
+    def has_more_routes(self) -> bool:
+        return bool(self.pending) or self.selector.has_next()
+
+    def cancel(self) -> None:
+        self.canceled = True
+        sock = self.connecting
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # aborts a blocking connect at once
+            except OSError:
+                # not connecting yet: closing makes the connect() about to start fail at once
+                close_quietly(sock)
+
+    def _set_connecting(self, sock: Any) -> None:
+        self.connecting = sock
+        if sock is not None and self.canceled:
+            raise CanceledError("Canceled", phase="connect")
+
+    def _is_canceled(self) -> bool:
+        return self.canceled or self.user.canceled
+
+    def find(self, connect_timeout: float, read_timeout: float) -> RealConnection:
+        """A new connection, counted by the pool (the host's slot is reserved while connecting)."""
+        pool = self.connector.pool
+        host = self.address.host
+        deadline = self.user.deadline
+        pool.reserve(host, deadline if deadline > 0 else 0.0)
+        try:
+            conn = self._connect(connect_timeout, read_timeout)
+        except BaseException:
+            pool.unreserve(host)
+            raise
+        pool.register(conn)
+        return conn
+
+    def _proxy_ip(self, proxy: Proxy) -> str:
+        """The IP to dial for a SOCKS proxy given by name (resolved once per finder, client's Dns)."""
+        host = proxy.host
+        assert host is not None
+        if is_ip_literal(host):
+            return host
+        ip = self._proxy_ips.get(host)
+        if ip is None:
+            try:
+                answer = as_dns(self.connector.dns).lookup(host)
+            except UnknownHostError as exc:
+                raise ProxyError(f"cannot resolve SOCKS proxy {proxy}: {exc}", proxy=proxy) from exc
+            if not answer:
+                raise ProxyError(f"cannot resolve SOCKS proxy {proxy}: no addresses", proxy=proxy)
+            first = answer[0]
+            ip = first if isinstance(first, str) else str(first[0] if isinstance(first, tuple) else first)
+            self._proxy_ips[host] = ip
+        return ip
+
+    def _target_of(self, route: Route) -> tuple[str, int]:
+        """Where the TCP connect for ``route`` goes: the proxy for SOCKS, else the socket address."""
+        proxy = route.proxy
+        if proxy.type is ProxyType.SOCKS:
+            return (self._proxy_ip(proxy), proxy.port)  # type: ignore[return-value]
+        return route.socket_address  # type: ignore[return-value]
+
+    def _connect(self, connect_timeout: float, read_timeout: float) -> RealConnection:
+        connector = self.connector
+        user = self.user
+        events = user.events
+        attempts: list[tuple[Route, BaseException]] = []
+        selection_errors: list[NetworkError] = []
+        url = self.address.url
+
+        def tcp_failed(route: Route, error: BaseException) -> None:
+            attempts.append((route, error))
+            if events is not None:
+                events.connect_failed(user, route, error)
+            connector.record_failure(route, error)
+
+        def target_of(route: Route) -> tuple[str, int]:
+            target = self._target_of(route)
+            if events is not None:
+                events.connect_start(user, route)
+            return target
+
+        while True:
+            if self._is_canceled():
+                raise CanceledError("Canceled", url=url, phase="connect")
+            if not self.pending:
+                if not self.selector.has_next():
+                    break
+                try:
+                    self.pending = list(next(self.selector))
+                except StopIteration:
+                    break
+                except (UnknownHostError, RouteError) as exc:
+                    # one proxy (or the origin) could not be resolved: the next proxy may still work
+                    selection_errors.append(exc)
+                    continue
+                if not self.pending:
+                    continue
+            routes = self.pending
+            if routes[0].proxy.type is ProxyType.SOCKS:
+                try:
+                    self._proxy_ip(routes[0].proxy)
+                except ProxyError as exc:
+                    self.pending = []
+                    for route in routes:
+                        tcp_failed(route, exc)
+                    continue
+            try:
+                sock, route, failures = connect_tcp(
+                    routes,
+                    connect_timeout=connect_timeout or None,
+                    happy_eyeballs=connector.happy_eyeballs,
+                    is_canceled=self._is_canceled,
+                    on_failure=tcp_failed,
+                    target_of=target_of,
+                    # a lambda, not the bound method: compiled, a typed object's cpdef method as a value
+                    # would lose its self
+                    on_overtaken=lambda route, error: connector.record_overtaken(route, error),
+                    on_socket=self._set_connecting,
+                )
+            except (ConnectError, ConnectTimeout) as exc:
+                if not attempts:
+                    attempts.extend(getattr(exc, "attempts", []) or [(routes[0], exc)])
+                self.pending = []
+                continue
+            except CanceledError as exc:
+                exc._locate(url, "connect")
+                raise
+            failed = {id(r) for r, _ in failures}
+            self.pending = [r for r in routes if r is not route and id(r) not in failed]
+            handshake_timeout = connect_timeout or read_timeout
+            try:
+                sock = self._establish(sock, route, connect_timeout, handshake_timeout)
+            except NetworkError as exc:
+                tcp_failed(route, exc)
+                if isinstance(exc, (TlsVerificationError, CanceledError)):
+                    exc._locate(url, exc.phase)
+                    raise
+                continue
+            connector.record_success(route)
+            if events is not None:
+                events.connect_end(user, route)
+            proxy = route.proxy
+            http_proxy = proxy.type is ProxyType.HTTP and not route.requires_tunnel
+            conn = RealConnection(sock, route, self.address, self.address.is_https, http_proxy)
+            if not conn.is_tls:
+                # the kernel timeouts _establish set: the first set_timeouts() skips equal values
+                conn.read_timeout = conn.write_timeout = handshake_timeout
+            if http_proxy and proxy.authorization is not None:
+                conn.proxy_authorization = proxy.authorization
+            return conn
+        raise self._failure(attempts, selection_errors)
+
+    def _failure(
+        self, attempts: list[tuple[Route, BaseException]], selection_errors: list[NetworkError]
+    ) -> NetworkError:
+        """The error for a finder that ran out of routes: the one failure as it was, or a summary."""
+        url = self.address.url
+        if not attempts and selection_errors:
+            return selection_errors[0]._locate(url, selection_errors[0].phase)
+        if len(attempts) == 1:
+            error = attempts[0][1]
+            if isinstance(error, NetworkError) and not isinstance(error, ConnectError):
+                return error._locate(url, error.phase)
+        cause = attempts[-1][1] if attempts else None
+        if attempts and all(isinstance(e, ConnectTimeout) for _, e in attempts):
+            message = f"connect to {url.authority} timed out"
+            if len(attempts) > 1:
+                message += " [tried " + "; ".join(f"{r}: {e}" for r, e in attempts) + "]"
+            timeout = ConnectTimeout(message, url=url, phase="connect")
+            timeout.attempts = list(attempts)  # type: ignore[attr-defined]
+            timeout.__cause__ = cause
+            return timeout
+        detail = f": {cause}" if cause is not None else ""
+        error = ConnectError(f"Failed to connect to {url.authority}{detail}", url=url, attempts=attempts)
+        error.__cause__ = cause
+        return error
+
+    def _establish(self, sock: Any, route: Route, connect_timeout: float, handshake_timeout: float) -> Any:
+        """SOCKS handshake or CONNECT tunnel, then TLS to the origin. Closes the socket on failure."""
+        connector = self.connector
+        address = self.address
+        proxy = route.proxy
+        user = self.user
+        try:
+            set_socket_timeouts(sock, handshake_timeout)
+            if proxy.type is ProxyType.SOCKS:
+                target_host = route.socket_address[0] if not proxy.remote_dns else address.host
+                try:
+                    if proxy.socks_version == 4:
+                        socks4a_connect(
+                            sock,
+                            target_host,
+                            address.port,
+                            user_id=proxy.username or "",
+                            proxy_name=str(proxy),
+                        )
+                    else:
+                        socks5_connect(
+                            sock,
+                            target_host,
+                            address.port,
+                            username=proxy.username,
+                            password=proxy.password,
+                            proxy_name=str(proxy),
+                        )
+                except ProxyError as exc:
+                    exc.proxy = proxy  # the Proxy itself, not only its name
+                    raise
+            elif proxy.type is ProxyType.HTTP:
+                if proxy.tls:
+                    sock = wrap_tls(
+                        sock,
+                        str(proxy.host),
+                        int(proxy.port or 0),
+                        connector.ssl_context,
+                        connector.tls_sessions,
+                        user,
+                    )
+                if route.requires_tunnel:
+                    target = self._target_of(route)
+                    sock = open_tunnel(
+                        sock,
+                        route,
+                        connector.user_agent,
+                        connector.proxy_authenticator,
+                        lambda: self._reconnect(route, target, connect_timeout, handshake_timeout),
+                    )
+            if address.is_https:
+                sock = wrap_tls(
+                    sock, address.host, address.port, address.ssl_context, connector.tls_sessions, user
+                )
+        except BaseException as exc:
+            close_quietly(sock)  # idempotent: wrap_tls and open_tunnel already closed what they own
+            if isinstance(exc, NetworkError):
+                exc._locate(address.url, exc.phase)
+                raise
+            if isinstance(exc, (BlockingIOError, socket.timeout)):
+                raise ConnectTimeout(
+                    f"handshake with {route} timed out", url=address.url, phase="connect"
+                ) from exc
+            if isinstance(exc, OSError):
+                raise ConnectError(f"handshake with {route} failed: {exc}", url=address.url) from exc
+            raise
+        return sock
+
+    def _reconnect(
+        self, route: Route, target: tuple[str, int], connect_timeout: float, handshake_timeout: float
+    ) -> Any:
+        """A new socket to the route's proxy (TLS to it for ``Proxy.https``), after a 407 that closed."""
+        connector = self.connector
+        sock, _route, _failures = connect_tcp(
+            [route],
+            connect_timeout=connect_timeout or None,
+            happy_eyeballs=False,
+            is_canceled=self._is_canceled,
+            target_of=lambda r: target,
+        )
+        try:
+            set_socket_timeouts(sock, handshake_timeout)
+        except OSError:
+            sock.close()
+            raise
+        proxy = route.proxy
+        if proxy.tls:
+            sock = wrap_tls(
+                sock,
+                str(proxy.host),
+                int(proxy.port or 0),
+                connector.ssl_context,
+                connector.tls_sessions,
+                self.user,
+            )
+        return sock

@@ -1,0 +1,34 @@
+# Declarations that compile _real_connection_py.py as the typed module _real_connection_c.
+cimport cython
+from fastnet._internal.http1._parser_c cimport ResponseParser
+
+
+cpdef bytes timeval(double seconds)
+
+
+cdef class RealConnection:
+    cdef public object sock
+    cdef public object sendall
+    cdef public object recv_into
+    cdef public object route
+    cdef public object address
+    cdef public ResponseParser parser
+    cdef public bytearray buf
+    cdef public double idle_at
+    cdef public double created_at
+    cdef public bint no_new_exchanges
+    cdef public long long exchange_count
+    cdef public double read_timeout
+    cdef public double write_timeout
+    cdef public bint is_tls
+    cdef public object pool
+    cdef public bint closed
+    cdef public bint http_proxy
+    cdef public object tls_version
+    cdef public object proxy_authorization
+    cdef object __weakref__
+
+    cpdef set_timeouts(self, double read_timeout, double write_timeout)
+    cpdef bint is_healthy(self)
+    cpdef close(self)
+    cpdef shutdown(self)

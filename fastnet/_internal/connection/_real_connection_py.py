@@ -1,0 +1,188 @@
+"""``RealConnection``: one socket to a route, its receive buffer and its response parser.
+
+Pure-Python twin of the compiled ``_real_connection_c``; import both through
+``fastnet._internal.connection.real_connection``. The I/O rules that keep a keep-alive request at two
+system calls live here: timeouts are kernel socket options (``SO_RCVTIMEO``/``SO_SNDTIMEO``) set only
+when they change, and the one receive buffer is reused for every response on the connection. TLS sockets
+(and gevent's cooperative ones) use the socket's own timeout instead, because CPython's ``ssl`` retries,
+forever, a read that a kernel timeout interrupted.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from ssl import SSLSocket as _SSLSocket
+from typing import TYPE_CHECKING, Any
+
+from fastnet._internal.http1.parser import ResponseParser
+
+if TYPE_CHECKING:
+    from fastnet.route import Address, Route
+
+__all__ = ["RECV_BUFFER_SIZE", "RealConnection", "set_socket_timeouts", "timeval"]
+
+RECV_BUFFER_SIZE = 32768
+_GEVENT = socket.socket.__module__.startswith("gevent")
+_RAW_RECV = socket.socket.recv
+_monotonic = time.monotonic
+
+
+def timeval(seconds: float) -> bytes:
+    """``seconds`` as the ``struct timeval`` that ``SO_RCVTIMEO``/``SO_SNDTIMEO`` take (0: no timeout)."""
+    if seconds <= 0:
+        return struct.pack("ll", 0, 0)
+    whole = int(seconds)
+    micros = int((seconds - whole) * 1_000_000)
+    if whole == 0 and micros == 0:
+        micros = 1
+    return struct.pack("ll", whole, micros)
+
+
+class RealConnection:
+    """One socket to a route, with a reusable receive buffer and its response parser.
+
+    Created by the exchange finder once the socket is connected, tunnelled and TLS-wrapped. Timeouts
+    are kernel socket options changed only when they differ from the last ones set; under gevent the
+    socket's own timeout is used so waits stay cooperative.
+    """
+
+    __slots__ = (
+        "sock",
+        "sendall",
+        "recv_into",
+        "route",
+        "address",
+        "parser",
+        "buf",
+        "idle_at",
+        "created_at",
+        "no_new_exchanges",
+        "exchange_count",
+        "read_timeout",
+        "write_timeout",
+        "is_tls",
+        "pool",
+        "closed",
+        "http_proxy",
+        "tls_version",
+        "proxy_authorization",
+        "__weakref__",
+    )
+
+    sock: Any  # a socket.socket, ssl.SSLSocket or TlsInTlsSocket
+    sendall: Any
+    recv_into: Any
+    route: Route | None
+    address: Address
+    parser: ResponseParser
+    buf: bytearray
+    idle_at: float
+    created_at: float
+    no_new_exchanges: bool
+    exchange_count: int
+    read_timeout: float
+    write_timeout: float
+    is_tls: bool
+    pool: Any  # the RealConnectionPool that counts this connection, None once it let go of it
+    closed: bool
+    http_proxy: bool  # requests go to an HTTP proxy in absolute form (no tunnel)
+    tls_version: str | None
+    proxy_authorization: str | None
+
+    def __init__(
+        self, sock: Any, route: Route | None, address: Address, is_tls: bool = False, http_proxy: bool = False
+    ) -> None:
+        self.sock = sock
+        self.sendall = sock.sendall
+        self.recv_into = sock.recv_into
+        self.route = route
+        self.address = address
+        self.parser = ResponseParser()
+        self.buf = bytearray(RECV_BUFFER_SIZE)
+        now = _monotonic()
+        self.idle_at = now
+        self.created_at = now
+        self.no_new_exchanges = False
+        self.exchange_count = 0
+        self.read_timeout = -1.0
+        self.write_timeout = -1.0
+        self.is_tls = is_tls or isinstance(sock, _SSLSocket)
+        self.pool = None
+        self.closed = False
+        self.http_proxy = http_proxy
+        self.tls_version = None
+        self.proxy_authorization = None
+
+    def set_timeouts(self, read_timeout: float, write_timeout: float) -> None:
+        sock = self.sock
+        if _GEVENT or self.is_tls:
+            # ssl retries a read or write that a kernel timeout interrupted (a blocking socket's
+            # EAGAIN looks like "want read"), forever: TLS sockets need the socket's own timeout,
+            # which serves reads and writes alike (the read timeout)
+            t = read_timeout if read_timeout > 0 else None
+            if read_timeout != self.read_timeout:
+                sock.settimeout(t)
+                self.read_timeout = read_timeout
+            return
+        if read_timeout != self.read_timeout:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval(read_timeout))
+            self.read_timeout = read_timeout
+        if write_timeout != self.write_timeout:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval(write_timeout))
+            self.write_timeout = write_timeout
+
+    def is_healthy(self) -> bool:
+        """False when the peer closed (or sent unexpected bytes) while the connection was idle."""
+        if self.closed:
+            return False
+        sock = self.sock
+        try:
+            # the raw socket's recv: SSLSocket.recv refuses flags; a TLS peer's close_notify is data here
+            data = _RAW_RECV(sock, 1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            return False
+        except Exception:  # ssl.SSLWantReadError and friends: nothing to read
+            return True
+        # EOF or stray bytes (a TLS close_notify shows up as data): either way, not reusable
+        return False if data == b"" or not self.is_tls else _tls_peek_healthy(sock)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.no_new_exchanges = True
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def shutdown(self) -> None:
+        """Wake any thread blocked on this socket (cancel), then close it."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<RealConnection {self.route}>"
+
+
+def _tls_peek_healthy(sock: Any) -> bool:
+    # For TLS, readable bytes while idle are usually a close_notify alert or a session ticket;
+    # tickets arrive right after the handshake (TLS 1.3), so only treat "pending" as healthy.
+    try:
+        return sock.pending() > 0
+    except (AttributeError, OSError):
+        return False
+
+
+def set_socket_timeouts(sock: socket.socket, seconds: float) -> None:
+    """Both kernel timeouts of a plain TCP socket (used while connecting and during handshakes)."""
+    value = timeval(seconds)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)

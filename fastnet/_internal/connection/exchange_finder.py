@@ -1,0 +1,25 @@
+"""Dispatcher of the ``exchange_finder`` unit: the compiled ``_exchange_finder_c``, else the pure twin."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fastnet import _compat
+
+__all__ = ["PROBE_IDLE_AFTER", "ExchangeFinder", "find_connection"]
+
+if TYPE_CHECKING:
+    from fastnet._internal.connection._exchange_finder_py import (
+        PROBE_IDLE_AFTER,
+        ExchangeFinder,
+        find_connection,
+    )
+else:
+    _impl = _compat.pick(
+        "fastnet._internal.connection.exchange_finder",
+        "fastnet._internal.connection._exchange_finder_c",
+        "fastnet._internal.connection._exchange_finder_py",
+    )
+    PROBE_IDLE_AFTER = _impl.PROBE_IDLE_AFTER
+    ExchangeFinder = _impl.ExchangeFinder
+    find_connection = _impl.find_connection

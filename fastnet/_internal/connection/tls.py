@@ -1,0 +1,266 @@
+"""TLS for the connect path: the default context, the handshake, sessions, and TLS inside TLS.
+
+``wrap_tls`` runs a handshake over a connected socket: a plain one, or a TLS socket to an HTTPS proxy,
+in which case the origin's TLS session is carried inside the proxy's (``TlsInTlsSocket``). It closes the
+socket it was given when the handshake fails, so a caller never holds a half-made connection, and turns
+every failure into ``TlsVerificationError``, ``TlsError`` or ``ConnectTimeout``.
+
+CPython's ``ssl`` retries, forever, a handshake read that ``SO_RCVTIMEO`` interrupted, so the handshake
+runs under the socket's own timeout (the connect timeout the caller set as the kernel receive timeout);
+afterwards the socket is blocking again.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+import struct
+from typing import Any
+
+import certifi
+
+from fastnet._internal.connection.sockets import close_quietly, hostport
+from fastnet.exceptions import ConnectTimeout, TlsError, TlsVerificationError
+
+__all__ = ["TlsInTlsSocket", "TlsSessions", "build_ssl_context", "wrap_tls"]
+
+#: Sessions kept for resumption, by (host, port); shared by a client and the siblings it makes.
+TlsSessions = dict[tuple[str, int], Any]
+_MAX_SESSIONS = 1024
+
+
+def build_ssl_context(verify: bool | str | ssl.SSLContext) -> ssl.SSLContext:
+    """The context for ``verify=``: certifi's bundle (True), no checks (False), a CA file or directory
+    path, or the caller's own ``SSLContext`` (used as it is)."""
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    if verify is True:
+        context = ssl.create_default_context(cafile=certifi.where())
+    elif verify is False:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif isinstance(verify, str):
+        if os.path.isdir(verify):
+            context = ssl.create_default_context(capath=verify)
+        elif os.path.isfile(verify):
+            context = ssl.create_default_context(cafile=verify)
+        else:
+            raise ValueError(f"verify: no CA file or directory at {verify!r}")
+    else:
+        raise TypeError(f"verify must be True, False, a CA bundle path or an ssl.SSLContext, not {verify!r}")
+    try:
+        context.set_alpn_protocols(["http/1.1"])
+    except NotImplementedError:  # pragma: no cover - OpenSSL without ALPN
+        pass
+    return context
+
+
+def wrap_tls(
+    sock: Any, host: str, port: int, context: ssl.SSLContext, sessions: TlsSessions, user: Any
+) -> Any:
+    """TLS to ``host`` over ``sock``: a plain socket, or a TLS socket to an HTTPS proxy (TLS inside TLS).
+
+    ``user`` is the call (its ``events`` hear ``secure_connect_start/end``). On failure ``sock`` is
+    closed (``ssl`` closes a socket whose handshake failed; the TLS-in-TLS path does the same).
+    """
+    events = user.events
+    if events is not None:
+        events.secure_connect_start(user)
+    session = sessions.get((host, port))
+    nested = isinstance(sock, (ssl.SSLSocket, TlsInTlsSocket))
+    try:
+        if nested:
+            tls: Any = TlsInTlsSocket(sock, context, host, session)
+        else:
+            received = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16)
+            seconds, micros = struct.unpack("ll", received)
+            limit = seconds + micros / 1e6
+            sock.settimeout(limit if limit > 0 else None)
+            tls = context.wrap_socket(sock, server_hostname=host, session=session)
+            tls.settimeout(None)
+    except ssl.SSLCertVerificationError as exc:
+        close_quietly(sock)
+        raise TlsVerificationError(
+            f"certificate verification failed for {host}: {exc.verify_message}", phase="tls"
+        ) from exc
+    except ssl.CertificateError as exc:
+        close_quietly(sock)
+        raise TlsVerificationError(f"hostname {host} not verified: {exc}", phase="tls") from exc
+    except ssl.SSLWantReadError as exc:  # SO_RCVTIMEO expired under the outer TLS socket
+        close_quietly(sock)
+        raise ConnectTimeout(f"TLS handshake with {hostport(host, port)} timed out", phase="tls") from exc
+    except ssl.SSLError as exc:
+        close_quietly(sock)
+        raise TlsError(f"TLS handshake with {hostport(host, port)} failed: {exc}", phase="tls") from exc
+    except (TimeoutError, BlockingIOError) as exc:
+        close_quietly(sock)
+        raise ConnectTimeout(f"TLS handshake with {hostport(host, port)} timed out", phase="tls") from exc
+    except OSError as exc:
+        close_quietly(sock)
+        raise TlsError(f"TLS handshake with {hostport(host, port)} failed: {exc}", phase="tls") from exc
+    if tls.session is not None:
+        if len(sessions) > _MAX_SESSIONS:
+            sessions.clear()
+        sessions[(host, port)] = tls.session
+    if events is not None:
+        events.secure_connect_end(user, tls.version())
+    return tls
+
+
+class TlsInTlsSocket:
+    """A TLS session carried inside another TLS connection, with the socket methods fastnet uses.
+
+    Needed for an https origin through ``Proxy.https``: the outer TLS connection goes to the proxy,
+    the inner one (an ``ssl.SSLObject`` over two ``ssl.MemoryBIO``) to the origin through the CONNECT
+    tunnel. Records are moved between the BIOs and the outer socket on demand, in the calling thread.
+    Timeouts are the outer socket's (``setsockopt``/``settimeout`` are passed through); a timeout
+    surfaces as the outer socket's ``SSLWantReadError``/``socket.timeout``, as on a direct TLS socket.
+
+    >>> inner = TlsInTlsSocket(proxy_tls_socket, context, "origin.example", None)  # doctest: +SKIP
+    >>> inner.sendall(b"GET / HTTP/1.1\r\nHost: origin.example\r\n\r\n")        # doctest: +SKIP
+    """
+
+    __slots__ = ("_outer", "_obj", "_incoming", "_outgoing", "_eof")
+
+    def __init__(
+        self, outer: Any, context: ssl.SSLContext, server_hostname: str, session: Any = None
+    ) -> None:
+        self._outer = outer
+        self._incoming = ssl.MemoryBIO()
+        self._outgoing = ssl.MemoryBIO()
+        self._eof = False
+        self._obj = context.wrap_bio(
+            self._incoming, self._outgoing, server_hostname=server_hostname, session=session
+        )
+        self._run(self._obj.do_handshake)
+
+    # -- record pump ------------------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        data = self._outgoing.read()
+        if data:
+            self._outer.sendall(data)
+
+    def _run(self, op: Any, *args: Any) -> Any:
+        while True:
+            try:
+                result = op(*args)
+            except ssl.SSLWantReadError:
+                self._flush()
+                if self._eof:
+                    raise ssl.SSLEOFError(ssl.SSL_ERROR_EOF, "EOF in the middle of a TLS record") from None
+                data = self._outer.recv(65536)
+                if data:
+                    self._incoming.write(data)
+                else:
+                    self._eof = True
+                    self._incoming.write_eof()
+                continue
+            self._flush()
+            return result
+
+    # -- the socket surface ---------------------------------------------------------------------
+
+    def sendall(self, data: Any) -> None:
+        view = memoryview(data)
+        while len(view):
+            written = self._run(self._obj.write, view)
+            view = view[written:]
+
+    def send(self, data: Any) -> int:
+        self.sendall(data)
+        return len(data)
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        if flags:
+            raise ValueError("non-zero flags not allowed in calls to recv_into() on a TLS-in-TLS socket")
+        size = nbytes or len(buffer)
+        if size == 0:
+            return 0
+        try:
+            return int(self._run(self._obj.read, size, buffer))
+        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+            return 0  # close_notify, or a ragged EOF (as ssl's suppress_ragged_eofs)
+
+    def recv(self, bufsize: int = 65536, flags: int = 0) -> bytes:
+        if flags:
+            # a health probe (MSG_PEEK | MSG_DONTWAIT): report decrypted bytes, else peek the raw socket
+            if self._obj.pending() or self._incoming.pending:
+                return b"\x00"
+            return socket.socket.recv(self._outer, bufsize, flags)
+        buffer = bytearray(bufsize)
+        n = self.recv_into(buffer)
+        return bytes(buffer[:n])
+
+    def pending(self) -> int:
+        return int(self._obj.pending())
+
+    def version(self) -> str | None:
+        return self._obj.version()
+
+    def cipher(self) -> Any:
+        return self._obj.cipher()
+
+    def selected_alpn_protocol(self) -> str | None:
+        return self._obj.selected_alpn_protocol()
+
+    def getpeercert(self, binary_form: bool = False) -> Any:
+        return self._obj.getpeercert(binary_form)
+
+    @property
+    def session(self) -> Any:
+        return self._obj.session
+
+    @property
+    def session_reused(self) -> bool:
+        return bool(self._obj.session_reused)
+
+    @property
+    def server_hostname(self) -> str | None:
+        return self._obj.server_hostname
+
+    @property
+    def outer(self) -> Any:
+        """The TLS socket to the proxy that carries this session."""
+        return self._outer
+
+    def setsockopt(self, *args: Any) -> None:
+        self._outer.setsockopt(*args)
+
+    def getsockopt(self, *args: Any) -> Any:
+        return self._outer.getsockopt(*args)
+
+    def settimeout(self, value: float | None) -> None:
+        self._outer.settimeout(value)
+
+    def gettimeout(self) -> float | None:
+        return self._outer.gettimeout()  # type: ignore[no-any-return]
+
+    def setblocking(self, flag: bool) -> None:
+        self._outer.setblocking(flag)
+
+    def fileno(self) -> int:
+        return self._outer.fileno()  # type: ignore[no-any-return]
+
+    def getpeername(self) -> Any:
+        return self._outer.getpeername()
+
+    def getsockname(self) -> Any:
+        return self._outer.getsockname()
+
+    def shutdown(self, how: int) -> None:
+        socket.socket.shutdown(self._outer, how)
+
+    def close(self) -> None:
+        self._outer.close()
+
+    def __enter__(self) -> TlsInTlsSocket:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<TlsInTlsSocket {self._obj.server_hostname} over {self._outer!r}>"

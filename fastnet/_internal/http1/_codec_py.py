@@ -1,0 +1,165 @@
+"""The HTTP/1.1 codec's decisions, apart from any socket: what to write, and what a response head means.
+
+Theory of operation
+-------------------
+Every function here takes bytes and values and returns bytes and values; none of them does I/O. The sync
+exchange (``exchange.py``) and the asyncio one drive the same functions from their own socket calls, so
+framing and reuse rules exist once:
+
+* ``request_head`` serialises a request line and header block. A request whose headers are one of the
+  Bridge's cached default blocks gets its whole head cached on that block, per method and target, so a
+  keep-alive GET costs one dict lookup here.
+* ``frame_chunk``/``LAST_CHUNK`` frame a body of unknown length (RFC 9112 §7.1)::
+
+      chunked-body = *chunk last-chunk trailer-section CRLF
+      chunk        = chunk-size [ chunk-ext ] CRLF chunk-data CRLF
+      last-chunk   = 1*("0") [ chunk-ext ] CRLF
+
+* ``open_response`` turns a parsed final head into a ``Response`` and says whether the connection may
+  carry another exchange afterwards.
+* ``map_io_error`` is the one place an ``OSError`` from a socket becomes a typed ``NetworkError``.
+
+Pure-Python twin of the compiled ``_codec_c``; import both through ``fastnet._internal.http1.codec``.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import TYPE_CHECKING
+
+from fastnet._internal.http1.parser import BODY_LENGTH
+from fastnet.exceptions import (
+    CallTimeout,
+    CanceledError,
+    ConnectionClosedError,
+    NetworkError,
+    ProtocolError,
+    ReadTimeout,
+    WriteTimeout,
+)
+from fastnet.headers import headers_from_list
+from fastnet.response import make_response
+
+if TYPE_CHECKING:
+    from fastnet.request import Request
+    from fastnet.response import Response
+    from fastnet.route import Route
+    from fastnet.url import URL
+
+__all__ = [
+    "LAST_CHUNK",
+    "SMALL_BODY",
+    "expects_continue",
+    "frame_chunk",
+    "map_io_error",
+    "open_response",
+    "request_head",
+]
+
+#: A body up to this size goes out in the same ``sendall`` as the head.
+SMALL_BODY = 65536
+LAST_CHUNK = b"0\r\n\r\n"
+_MAX_CACHED_HEADS = 512
+_TIMEOUT_ERRORS = ("SSLWantReadError", "SSLWantWriteError")
+
+
+def request_head(request: Request, http_proxy: bool, proxy_authorization: str | None) -> bytes:
+    """The request line and header block of ``request``, ready for the wire.
+
+    ``http_proxy``: the connection goes to an HTTP proxy without a tunnel, so a plain-http request is
+    sent in absolute form with the proxy's own ``proxy_authorization``. Every other request never carries
+    ``Proxy-Authorization``: proxy credentials are never handed to an origin.
+    """
+    headers = request.headers
+    url = request.url
+    heads = headers._heads
+    if heads is not None and not http_proxy:
+        # a Bridge default header block: its whole request head is cached per method and target
+        key = request.method + url.target
+        head = heads.get(key)
+        if head is None:
+            head = b"%s %s HTTP/1.1\r\n%b\r\n" % (
+                request.method.encode("ascii"),
+                url.target.encode("ascii"),
+                headers.to_wire(),
+            )
+            if len(heads) < _MAX_CACHED_HEADS:
+                heads[key] = head
+        return head
+    if http_proxy and not url.is_https:
+        target = f"{url.scheme}://{url.host_header}{url.target}"
+        if proxy_authorization is not None and "proxy-authorization" not in headers._lookup():
+            headers = headers.add("Proxy-Authorization", proxy_authorization)
+    else:
+        target = url.target
+        if "proxy-authorization" in headers._lookup():
+            headers = headers.remove("proxy-authorization")
+    return b"%s %s HTTP/1.1\r\n%b\r\n" % (
+        request.method.encode("ascii"),
+        target.encode("ascii"),
+        headers.to_wire(),
+    )
+
+
+def expects_continue(request: Request) -> bool:
+    """Whether the request waits for ``100 Continue`` before sending its body (RFC 9110 §10.1.1)."""
+    if request.body is None or not request.headers._items:
+        return False
+    expect = request.headers.get("expect")
+    return expect is not None and expect.lower() == "100-continue"
+
+
+def frame_chunk(chunk: bytes) -> bytes:
+    """One chunk of a chunked body: size in hex, CRLF, the data, CRLF."""
+    return b"%x\r\n%b\r\n" % (len(chunk), chunk)
+
+
+def open_response(
+    head: tuple[int, str, str, list[tuple[str, str]], int, int, bool, str],
+    request: Request,
+    route: Route | None,
+) -> tuple[Response, bool]:
+    """The ``Response`` for a parsed final head, and whether the connection stays reusable after it.
+
+    Raises ``ProtocolError`` for a 204 or 205 that announces a body (RFC 9110 §15.3.5).
+    """
+    status, reason, version, header_list, body_mode, length, keep_alive, _encoding = head
+    if body_mode == BODY_LENGTH and (status == 204 or status == 205) and length > 0:
+        raise ProtocolError(f"HTTP {status} had non-zero Content-Length: {length}", url=request.url)
+    response = make_response(
+        status,
+        reason,
+        "HTTP/1.0" if version == "1.0" else "HTTP/1.1",
+        headers_from_list(header_list),
+        request,
+        route,
+    )
+    if keep_alive and request.headers._items:
+        # "Connection: close" in the request ends the connection as surely as in the response
+        connection = request.headers._lookup().get("connection")
+        if connection is not None and "close" in [t.strip() for t in connection.lower().split(",")]:
+            keep_alive = False
+    return response, keep_alive
+
+
+def map_io_error(
+    exc: BaseException, phase: str, url: URL | None, canceled: bool, timed_out: bool
+) -> NetworkError:
+    """The typed error for a failed socket operation in ``phase`` ("read" or "write").
+
+    A canceled call reports its cancellation (or call timeout), whatever the socket said after being
+    shut down under it.
+    """
+    if canceled:
+        if timed_out:
+            return CallTimeout("call timeout", url=url, phase=phase)
+        return CanceledError("canceled", url=url, phase=phase)
+    if isinstance(exc, NetworkError):
+        return exc
+    if isinstance(exc, (BlockingIOError, socket.timeout)) or type(exc).__name__ in _TIMEOUT_ERRORS:
+        if phase == "write":
+            return WriteTimeout("write timed out", url=url, phase=phase)
+        return ReadTimeout("read timed out", url=url, phase=phase)
+    if isinstance(exc, OSError):
+        return ConnectionClosedError(f"connection lost: {exc}", url=url, phase=phase)
+    return ConnectionClosedError(str(exc), url=url, phase=phase)

@@ -1,0 +1,46 @@
+# Declarations that compile _exchange_py.py as the typed module _exchange_c (Cython pure-Python mode).
+cimport cython
+from fastnet._internal.connection._connection_user_c cimport ConnectionUser
+from fastnet._internal.connection._real_connection_c cimport RealConnection
+from fastnet._internal.http1._codec_c cimport frame_chunk, map_io_error
+from fastnet._internal.http1._parser_c cimport ResponseParser
+from fastnet._request_c cimport Request, RequestBody
+from fastnet._response_c cimport ResponseBodySource
+
+
+cdef class Exchange(ResponseBodySource):
+    cdef public ConnectionUser user
+    cdef public RealConnection connection
+    cdef public Request request
+    cdef public int body_mode
+    cdef public bint keep_alive
+    cdef public object decompressor
+    cdef public long long body_bytes
+    cdef public bint failed
+    cdef public bint head_request
+    cdef public str content_encoding
+
+    @cython.locals(conn=RealConnection, data=bytes, user=ConnectionUser)
+    cpdef object write_request(self, bytes head, RequestBody body, bint expect_continue)
+    @cython.locals(user=ConnectionUser)
+    cpdef write_body(self, RequestBody body)
+    @cython.locals(conn=RealConnection, n=Py_ssize_t)
+    cpdef Py_ssize_t fill(self, bint in_head) except -1
+    @cython.locals(received=bint, n=Py_ssize_t, parser=ResponseParser)
+    cpdef object read_head(self, bint head_request, bint expect_continue=*)
+    @cython.locals(user=ConnectionUser, n=Py_ssize_t, parser=ResponseParser)
+    cpdef object read_chunk(self)
+    @cython.locals(conn=RealConnection, user=ConnectionUser, remaining=Py_ssize_t, total=Py_ssize_t,
+                   received=Py_ssize_t, content=bytes, parser=ResponseParser)
+    cpdef bytes read_all(self)
+    cpdef bytes read_rest(self)
+    @cython.locals(conn=RealConnection, reusable=bint, user=ConnectionUser)
+    cpdef finish(self, bint complete)
+    @cython.locals(conn=RealConnection, parser=ResponseParser)
+    cpdef close_body(self)
+    @cython.locals(user=ConnectionUser)
+    cpdef object map_error(self, object exc, str phase)
+
+
+@cython.locals(exchange=Exchange)
+cpdef Exchange new_exchange(ConnectionUser user, RealConnection connection, Request request)

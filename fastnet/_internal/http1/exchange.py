@@ -1,0 +1,21 @@
+"""Dispatcher of the HTTP/1.1 ``exchange`` unit: compiled ``_exchange_c`` or pure ``_exchange_py``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fastnet import _compat
+
+__all__ = ["DRAIN_TIMEOUT", "Exchange", "new_exchange"]
+
+if TYPE_CHECKING:
+    from fastnet._internal.http1._exchange_py import DRAIN_TIMEOUT, Exchange, new_exchange
+else:
+    _impl = _compat.pick(
+        "fastnet._internal.http1.exchange",
+        "fastnet._internal.http1._exchange_c",
+        "fastnet._internal.http1._exchange_py",
+    )
+    DRAIN_TIMEOUT = _impl.DRAIN_TIMEOUT
+    Exchange = _impl.Exchange
+    new_exchange = _impl.new_exchange

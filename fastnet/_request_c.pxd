@@ -1,0 +1,29 @@
+# Declarations that compile _request_py.py as the typed module _request_c (Cython pure-Python mode).
+cimport cython
+from fastnet._headers_c cimport Headers, as_headers
+
+
+cpdef str check_method(object method)
+@cython.locals(new=Request)
+cpdef Request make_request(str method, object url, Headers headers, RequestBody body, object proxy, object tag)
+
+
+cdef class RequestBody:
+    cdef public object _data
+    cdef public int _kind
+    cdef public long long length
+    cdef public object content_type
+    cdef public bint one_shot
+    cdef public long long _start
+    cdef public bint _used
+
+
+cdef class Request:
+    cdef readonly str method
+    cdef readonly object url
+    cdef readonly Headers headers
+    cdef readonly RequestBody body
+    cdef readonly object proxy
+    cdef readonly object tag
+
+    cpdef Request with_headers(self, Headers headers)

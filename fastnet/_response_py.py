@@ -1,0 +1,340 @@
+"""``Response``: status, headers and a body that streams from its connection until it is read.
+
+Pure-Python twin of the compiled ``_response_c`` (typed by ``_response_c.pxd``); import both through
+``fastnet.response``. A response read off the network holds a ``ResponseBodySource``, the interface the
+HTTP/1.1 exchange implements one layer down: ``read_all``, ``read_chunk`` and ``close_body``. Defining
+the interface here is what lets the value type stream a body without knowing about sockets or pools.
+Once the body is read (or the response closed), the source is dropped and the connection is back with
+its pool.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json as _json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from fastnet.challenge import Challenge, parse_challenges
+from fastnet.exceptions import HTTPStatusError
+from fastnet.headers import Headers, HeadersLike, as_headers
+
+if TYPE_CHECKING:
+    from fastnet.request import Request
+    from fastnet.route import Route
+    from fastnet.url import URL
+
+__all__ = ["STATUS_REASONS", "Response", "ResponseBodySource", "make_response"]
+
+STATUS_REASONS = {
+    100: "Continue",
+    101: "Switching Protocols",
+    200: "OK",
+    201: "Created",
+    202: "Accepted",
+    204: "No Content",
+    206: "Partial Content",
+    301: "Moved Permanently",
+    302: "Found",
+    303: "See Other",
+    304: "Not Modified",
+    307: "Temporary Redirect",
+    308: "Permanent Redirect",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    407: "Proxy Authentication Required",
+    408: "Request Timeout",
+    409: "Conflict",
+    410: "Gone",
+    413: "Content Too Large",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+
+
+class ResponseBodySource:
+    """Where a streamed response body comes from; the HTTP/1.1 exchange is the implementation.
+
+    ``read_chunk()`` returns the next decoded piece (never empty) or None at the end; ``read_all()`` the
+    rest of the body; ``close_body()`` abandons it (drained briefly so the connection can be reused).
+    ``done`` turns True once the body ended or was abandoned: the connection has been released then.
+    """
+
+    __slots__ = ("done",)
+    done: bool
+
+    def read_all(self) -> bytes:
+        raise NotImplementedError
+
+    def read_chunk(self) -> bytes | None:
+        raise NotImplementedError
+
+    def close_body(self) -> None:
+        raise NotImplementedError
+
+
+class Response:
+    """An HTTP response. The body streams from the connection unless it was already read.
+
+    >>> r = client.get(url)
+    >>> r.status_code, r.headers["content-type"], r.text
+    >>> with client.stream("GET", url) as r:
+    ...     for chunk in r.iter_bytes(): ...
+
+    Interceptors may build one without the network: ``Response(200, headers=..., content=b"...",
+    request=chain.request)``.
+    """
+
+    __slots__ = (
+        "status_code",
+        "reason",
+        "headers",
+        "request",
+        "protocol",
+        "prior_response",
+        "_content",
+        "_source",
+        "_unreadable",
+        "_closed",
+        "network_response",
+        "route",
+        "__weakref__",
+    )
+    status_code: int
+    reason: str
+    headers: Headers
+    request: Request | None
+    protocol: str
+    prior_response: Response | None
+    _content: bytes
+    _source: ResponseBodySource | None  # None once the body is read, closed, or was never streamed
+    _unreadable: bool  # a prior response's body, closed by the follow-up that replaced it
+    _closed: bool
+    network_response: Response | None  # the response as received, when the Bridge rewrote it (gzip)
+    route: Route | None
+
+    def __init__(
+        self,
+        status_code: int,
+        headers: HeadersLike | None = None,
+        content: bytes | str | None = b"",
+        request: Request | None = None,
+        reason: str | None = None,
+        protocol: str = "HTTP/1.1",
+    ) -> None:
+        if not isinstance(status_code, int) or not 100 <= status_code <= 999:
+            raise ValueError(f"status_code must be an int in 100-999, not {status_code!r}")
+        self.status_code = status_code
+        self.reason = STATUS_REASONS.get(status_code, "") if reason is None else reason
+        self.headers = as_headers(headers)
+        if isinstance(content, str):
+            content = content.encode("utf-8")
+        self._content = bytes(content) if content is not None else b""
+        self.request = request
+        self.protocol = protocol
+        self.prior_response = None
+        self._source = None
+        self._unreadable = False
+        self._closed = False
+        self.network_response = None
+        self.route = None
+
+    # -- metadata -------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> URL | None:
+        return self.request.url if self.request is not None else None
+
+    @property
+    def history(self) -> list[Response]:
+        """Earlier responses of this call (redirects, auth challenges), oldest first."""
+        out: list[Response] = []
+        prior = self.prior_response
+        while prior is not None:
+            out.append(prior)
+            prior = prior.prior_response
+        out.reverse()
+        return out
+
+    @property
+    def is_success(self) -> bool:
+        return 200 <= self.status_code < 300
+
+    @property
+    def is_redirect(self) -> bool:
+        return self.status_code in (300, 301, 302, 303, 307, 308) and "location" in self.headers
+
+    def header(self, name: str, default: str | None = None) -> str | None:
+        return self.headers.get(name, default)
+
+    def raise_for_status(self) -> Response:
+        """Raise ``HTTPStatusError`` for a 4xx or 5xx status; return the response otherwise."""
+        code = self.status_code
+        if 400 <= code < 600:
+            kind = "Client error" if code < 500 else "Server error"
+            where = self.request.url.redacted() if self.request is not None else "?"
+            raise HTTPStatusError(f"{kind} '{code} {self.reason}' for url '{where}'", response=self)
+        return self
+
+    # -- body -----------------------------------------------------------------------------------
+
+    @property
+    def content(self) -> bytes:
+        """The whole body (read and cached on first access)."""
+        if self._source is not None:
+            self.read()
+        elif self._unreadable:
+            raise RuntimeError("the body of a prior response is unreadable (it was closed by a follow-up)")
+        return self._content
+
+    def read(self) -> bytes:
+        source = self._source
+        if source is not None:
+            self._source = None
+            self._content = source.read_all()
+        elif self._unreadable:
+            raise RuntimeError("the body of a prior response is unreadable (it was closed by a follow-up)")
+        return self._content
+
+    @property
+    def encoding(self) -> str:
+        ctype = self.headers.get("content-type")
+        if ctype:
+            for param in ctype.split(";")[1:]:
+                key, _, value = param.strip().partition("=")
+                if key.strip().lower() == "charset" and value:
+                    return value.strip().strip('"')
+        return "utf-8"
+
+    @property
+    def text(self) -> str:
+        try:
+            return self.content.decode(self.encoding, errors="replace")
+        except LookupError:
+            return self.content.decode("utf-8", errors="replace")
+
+    def json(self, **kwargs: Any) -> Any:
+        return _json.loads(self.content, **kwargs)
+
+    def iter_bytes(self, chunk_size: int | None = None) -> Iterator[bytes]:
+        """Iterate over the (decoded) body as it arrives; ``chunk_size`` regroups the pieces."""
+        source = self._source
+        if source is None:
+            if self._unreadable:
+                raise RuntimeError(
+                    "the body of a prior response is unreadable (it was closed by a follow-up)"
+                )
+            content = self._content
+            if chunk_size is None or chunk_size <= 0:
+                if content:
+                    yield content
+                return
+            for i in range(0, len(content), chunk_size):
+                yield content[i : i + chunk_size]
+            return
+        pending = b""
+        try:
+            while True:
+                data = source.read_chunk()
+                if data is None:
+                    break
+                if chunk_size is None or chunk_size <= 0:
+                    if data:
+                        yield data
+                    continue
+                pending += data
+                while len(pending) >= chunk_size:
+                    yield pending[:chunk_size]
+                    pending = pending[chunk_size:]
+            if pending:
+                yield pending
+        finally:
+            if self._source is source and source.done:
+                self._source = None
+
+    def iter_lines(self) -> Iterator[str]:
+        """Iterate over the body's lines (decoded text, line endings removed)."""
+        pending = ""
+        decoder = _incremental_decoder(self.encoding)
+        for chunk in self.iter_bytes():
+            pending += decoder.decode(chunk)
+            lines = pending.splitlines(keepends=True)
+            pending = ""
+            for line in lines:
+                if line.endswith(("\n", "\r")) and not (line.endswith("\r") and line is lines[-1]):
+                    yield line.rstrip("\r\n")
+                else:
+                    pending = line
+        pending += decoder.decode(b"", final=True)
+        if pending:
+            yield pending.rstrip("\r\n")
+
+    def close(self) -> None:
+        """Release the connection: drained within 100 ms and pooled, else closed."""
+        self._closed = True
+        source = self._source
+        if source is not None:
+            self._source = None
+            source.close_body()
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed or self._source is None
+
+    def __enter__(self) -> Response:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _stripped(self) -> Response:
+        """This response as a ``prior_response``: headers intact, body unreadable."""
+        self.close()
+        self._unreadable = True
+        self._content = b""
+        return self
+
+    def challenges(self) -> list[Challenge]:
+        """Parsed ``WWW-Authenticate`` (401) or ``Proxy-Authenticate`` (407) challenges."""
+        if self.status_code == 401:
+            return parse_challenges(self.headers.get_all("WWW-Authenticate"))
+        if self.status_code == 407:
+            return parse_challenges(self.headers.get_all("Proxy-Authenticate"))
+        return []
+
+    def __repr__(self) -> str:
+        return f"<Response [{self.status_code} {self.reason}]>"
+
+
+def _incremental_decoder(encoding: str) -> codecs.IncrementalDecoder:
+    try:
+        return codecs.getincrementaldecoder(encoding)(errors="replace")
+    except LookupError:
+        return codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+
+def make_response(
+    status_code: int, reason: str, protocol: str, headers: Headers, request: Request, route: Route | None
+) -> Response:
+    """A Response from a parsed head (no checks, no ``__init__`` argument parsing): the network's path."""
+    response = Response.__new__(Response)
+    response.status_code = status_code
+    response.reason = reason
+    response.headers = headers
+    response.request = request
+    response.protocol = protocol
+    response.prior_response = None
+    response._content = b""
+    response._source = None
+    response._unreadable = False
+    response._closed = False
+    response.network_response = None
+    response.route = route
+    return response
