@@ -49,8 +49,10 @@ _FROM_IMPORT = re.compile(r"^(\s*from\s+)(fastnet(?:\.\w+)+)(\s+import\b)", re.M
 
 def stage_source(source: Path, staged: Path, twins: dict[str, str]) -> None:
     """Copy a pure source for compilation, its imports from dispatchers pointed at the compiled twins."""
-    text = _FROM_IMPORT.sub(lambda m: m.group(1) + twins.get(m.group(2), m.group(2)) + m.group(3),
-                            source.read_text(encoding="utf-8"))
+    text = _FROM_IMPORT.sub(
+        lambda m: m.group(1) + twins.get(m.group(2), m.group(2)) + m.group(3),
+        source.read_text(encoding="utf-8"),
+    )
     staged.write_text(text, encoding="utf-8")
 
 

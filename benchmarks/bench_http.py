@@ -1,6 +1,6 @@
 """HTTP client benchmark: fastnet against the raw-socket floor and the peers, on a private loopback nginx.
 
-Workloads (see ../shared/PERFORMANCE.md):
+Workloads:
 
 * W1 - sequential keep-alive GETs of a 2-byte body (µs per request)
 * W2 - as W1, the response carries 40 extra headers (µs per request)

@@ -14,9 +14,8 @@ import argparse
 import statistics
 import time
 
-from fastnet._internal.connection.real_connection import RealConnection
-
 import fastnet
+from fastnet._internal.connection.real_connection import RealConnection
 
 HEAD = (
     b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Mon, 30 Nov 2026 09:40:05 GMT\r\n"

@@ -10,7 +10,7 @@ request (a ``write`` on the server's side of every request), and a benchmark mus
 else's daemon staying up. ``--use-testbed`` attaches to a hand-started ``tests/testbed.py`` instead.
 
 The sequential workloads pin this process (every thread) and nginx's processes to one CPU: waking a
-process on the other vCPU costs tens of microseconds and makes timings bimodal (see PERFORMANCE.md).
+process on the other vCPU costs tens of microseconds and makes timings bimodal.
 
 :func:`run_rounds` interleaves the clients inside every round (rotating who goes first), times a
 calibrated batch per client per round, and keeps per-round figures; the reported figure is the median over

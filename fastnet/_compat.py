@@ -11,7 +11,7 @@ import importlib
 import os
 from types import ModuleType
 
-__all__ = ["NO_EXTENSIONS", "REQUIRE_EXTENSIONS", "env_flag", "pick"]
+__all__ = ["NO_EXTENSIONS", "REQUIRE_EXTENSIONS", "env_flag", "install", "pick"]
 
 
 def env_flag(name: str) -> bool:
@@ -43,3 +43,19 @@ def pick(name: str, compiled: str, pure: str) -> ModuleType:
             loaded_compiled.add(name)
             return module
     return importlib.import_module(pure)
+
+
+def install(namespace: dict[str, object], name: str, compiled: str, pure: str) -> None:
+    """Fill a dispatcher's ``namespace`` with every name in its chosen twin's ``__all__``.
+
+    A dispatcher lists the names under ``if TYPE_CHECKING:`` (imported from the pure twin, which is what
+    type checkers read) and calls this at run time, so the list is written once::
+
+        if TYPE_CHECKING:
+            from fastnet._headers_py import Headers as Headers
+        else:
+            _compat.install(globals(), "fastnet.headers", "fastnet._headers_c", "fastnet._headers_py")
+    """
+    module = pick(name, compiled, pure)
+    for attr in module.__all__:
+        namespace[attr] = getattr(module, attr)

@@ -6,6 +6,8 @@ cimport cython
 
 cpdef str check_name(object name)
 cpdef str check_value(str name, object value)
+
+
 @cython.locals(h=Headers)
 cpdef Headers headers_from_list(list items)
 cpdef Headers as_headers(object headers)

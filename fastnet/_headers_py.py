@@ -14,6 +14,8 @@ from typing import Any, Union
 
 __all__ = [
     "EMPTY_HEADERS",
+    "SENSITIVE",
+    "TCHAR",
     "Headers",
     "HeadersLike",
     "as_headers",
@@ -42,21 +44,23 @@ def check_name(name: Any) -> str:
     return name
 
 
-def check_value(name: str, value: Any) -> str:
+def check_value(name: str, value: object) -> str:
     # RFC 9110 §5.5: field-value = *field-content; field-vchar = VCHAR / obs-text; SP and HTAB inside.
     # CR, LF, NUL and other controls are rejected (they would split or truncate the header).
-    if not isinstance(value, str):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = str(value)
-        elif isinstance(value, bytes):
-            value = value.decode("latin-1")
-        else:
-            raise TypeError(f"value of header {name!r} must be a str, not {type(value).__name__}")
-    for i, ch in enumerate(value):
+    text: str
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        text = str(value)
+    elif isinstance(value, bytes):
+        text = value.decode("latin-1")
+    else:
+        raise TypeError(f"value of header {name!r} must be a str, not {type(value).__name__}")
+    for i, ch in enumerate(text):
         if (ch < " " and ch != "\t") or ch == "\x7f" or ch > "\xff":
-            shown = "" if name.lower() in SENSITIVE else f": {value!r}"
+            shown = "" if name.lower() in SENSITIVE else f": {text!r}"
             raise ValueError(f"Unexpected char {ord(ch):#04x} at {i} in {name} value{shown}")
-    return value.strip(" \t")
+    return text.strip(" \t")
 
 
 def headers_from_list(items: list[tuple[str, str]]) -> Headers:

@@ -4,8 +4,11 @@ from fastnet._headers_c cimport Headers, as_headers
 
 
 cpdef str check_method(object method)
+
+
 @cython.locals(new=Request)
-cpdef Request make_request(str method, object url, Headers headers, RequestBody body, object proxy, object tag)
+cpdef Request make_request(str method, object url, Headers headers, RequestBody body, object proxy,
+                           object tag)
 
 
 cdef class RequestBody:

@@ -66,17 +66,18 @@ class RequestBody:
             self.one_shot = bool(one_shot)
             return
         if hasattr(data, "read"):
-            self._data = data
+            file: Any = data
+            self._data = file
             self._kind = KIND_FILE
             seekable = False
             try:
-                seekable = bool(data.seekable())
+                seekable = bool(file.seekable())
             except (AttributeError, OSError, ValueError):
                 seekable = False
             if seekable:
-                self._start = data.tell()
-                end = data.seek(0, 2)
-                data.seek(self._start)
+                self._start = file.tell()
+                end = file.seek(0, 2)
+                file.seek(self._start)
                 self.length = end - self._start
                 self.one_shot = bool(one_shot)
             else:
@@ -262,4 +263,4 @@ def _set_once(self: Any, name: str, value: Any) -> None:
 
 # Compiled functions are not Python functions: that tells the two builds apart from inside the source.
 if type(_set_once).__name__ == "function":
-    Request.__setattr__ = _set_once  # type: ignore[method-assign, assignment]
+    Request.__setattr__ = _set_once  # type: ignore[method-assign]

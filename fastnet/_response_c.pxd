@@ -35,6 +35,7 @@ cdef class Response:
 
     @cython.locals(source=ResponseBodySource)
     cpdef bytes read(self)
+
     @cython.locals(source=ResponseBodySource)
     cpdef close(self)
     cpdef Response _stripped(self)

@@ -239,7 +239,7 @@ class Route:
         return h
 
     def __str__(self) -> str:
-        # "<host>[:<url port>][ at|via proxy <socket ip>:<socket port>]", as in okhttp-behavior.md §3;
+        # "<host>[:<url port>][ at|via proxy <socket ip>:<socket port>]", as OkHttp's Route.toString;
         # "<unresolved>" stands for a socket address only a SOCKS proxy will resolve.
         host = self.address.host
         url_port = self.address.port

@@ -111,17 +111,20 @@ class _Option(Generic[T]):
         value: T = getattr(client._options, self.name)
         return value
 
+    def __set__(self, client: Client, value: object) -> None:
+        raise AttributeError(f"{self.name} is read-only: use client.with_options({self.name}=...)")
+
 
 def _suggest_options(init: Callable[Concatenate[Client, P], None]) -> Callable[Concatenate[Client, P], None]:
     """Turn "unexpected keyword argument 'read_timeot'" into a message naming the nearest option."""
 
-    @functools.wraps(init)
-    def checked(self: Client, *args: P.args, **kwargs: P.kwargs) -> None:
+    def checked(self: Client, /, *args: P.args, **kwargs: P.kwargs) -> None:
         unknown = [name for name in kwargs if name not in ClientOptions._fields]
         if unknown:
             raise TypeError(_unknown_options(type(self).__name__ + "()", unknown))
         init(self, *args, **kwargs)
 
+    functools.update_wrapper(checked, init)
     return checked
 
 
@@ -171,6 +174,15 @@ class Client:
     Every option is keyword-only and checked here; ``with_options(**changes)`` makes a sibling sharing
     this client's pool, route database and DNS cache.
     """
+
+    _options: ClientOptions
+    _core: ClientCore
+    _pool: ConnectionPool
+    _dns: Any
+    _selector: Any
+    _route_database: RouteDatabase
+    _ssl_context: ssl.SSLContext
+    _request: Callable[..., Response]
 
     connect_timeout: _Option[float | None] = _Option()
     read_timeout: _Option[float | None] = _Option()

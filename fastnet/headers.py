@@ -13,25 +13,14 @@ from fastnet import _compat
 __all__ = ["Headers", "HeadersLike"]
 
 if TYPE_CHECKING:
-    from fastnet._headers_py import (
-        EMPTY_HEADERS,
-        SENSITIVE,
-        TCHAR,
-        Headers,
-        HeadersLike,
-        as_headers,
-        check_name,
-        check_value,
-        headers_from_list,
-    )
+    from fastnet._headers_py import EMPTY_HEADERS as EMPTY_HEADERS
+    from fastnet._headers_py import SENSITIVE as SENSITIVE
+    from fastnet._headers_py import TCHAR as TCHAR
+    from fastnet._headers_py import Headers as Headers
+    from fastnet._headers_py import HeadersLike as HeadersLike
+    from fastnet._headers_py import as_headers as as_headers
+    from fastnet._headers_py import check_name as check_name
+    from fastnet._headers_py import check_value as check_value
+    from fastnet._headers_py import headers_from_list as headers_from_list
 else:
-    _impl = _compat.pick("fastnet.headers", "fastnet._headers_c", "fastnet._headers_py")
-    EMPTY_HEADERS = _impl.EMPTY_HEADERS
-    SENSITIVE = _impl.SENSITIVE
-    TCHAR = _impl.TCHAR
-    Headers = _impl.Headers
-    HeadersLike = _impl.HeadersLike
-    as_headers = _impl.as_headers
-    check_name = _impl.check_name
-    check_value = _impl.check_value
-    headers_from_list = _impl.headers_from_list
+    _compat.install(globals(), "fastnet.headers", "fastnet._headers_c", "fastnet._headers_py")

@@ -13,12 +13,11 @@ from fastnet import _compat
 __all__ = ["BodyLike", "Request", "RequestBody"]
 
 if TYPE_CHECKING:
-    from fastnet._request_py import KNOWN_METHODS, BodyLike, Request, RequestBody, check_method, make_request
+    from fastnet._request_py import KNOWN_METHODS as KNOWN_METHODS
+    from fastnet._request_py import BodyLike as BodyLike
+    from fastnet._request_py import Request as Request
+    from fastnet._request_py import RequestBody as RequestBody
+    from fastnet._request_py import check_method as check_method
+    from fastnet._request_py import make_request as make_request
 else:
-    _impl = _compat.pick("fastnet.request", "fastnet._request_c", "fastnet._request_py")
-    KNOWN_METHODS = _impl.KNOWN_METHODS
-    BodyLike = _impl.BodyLike
-    Request = _impl.Request
-    RequestBody = _impl.RequestBody
-    check_method = _impl.check_method
-    make_request = _impl.make_request
+    _compat.install(globals(), "fastnet.request", "fastnet._request_c", "fastnet._request_py")

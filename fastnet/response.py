@@ -13,10 +13,9 @@ from fastnet import _compat
 __all__ = ["Response"]
 
 if TYPE_CHECKING:
-    from fastnet._response_py import STATUS_REASONS, Response, ResponseBodySource, make_response
+    from fastnet._response_py import STATUS_REASONS as STATUS_REASONS
+    from fastnet._response_py import Response as Response
+    from fastnet._response_py import ResponseBodySource as ResponseBodySource
+    from fastnet._response_py import make_response as make_response
 else:
-    _impl = _compat.pick("fastnet.response", "fastnet._response_c", "fastnet._response_py")
-    STATUS_REASONS = _impl.STATUS_REASONS
-    Response = _impl.Response
-    ResponseBodySource = _impl.ResponseBodySource
-    make_response = _impl.make_response
+    _compat.install(globals(), "fastnet.response", "fastnet._response_c", "fastnet._response_py")

@@ -17,9 +17,8 @@ from fastnet import _compat
 __all__ = ["Address", "Route"]
 
 if TYPE_CHECKING:
-    from fastnet._route_py import Address, Route, is_ip_literal
+    from fastnet._route_py import Address as Address
+    from fastnet._route_py import Route as Route
+    from fastnet._route_py import is_ip_literal as is_ip_literal
 else:
-    _impl = _compat.pick("fastnet.route", "fastnet._route_c", "fastnet._route_py")
-    Address = _impl.Address
-    Route = _impl.Route
-    is_ip_literal = _impl.is_ip_literal
+    _compat.install(globals(), "fastnet.route", "fastnet._route_c", "fastnet._route_py")

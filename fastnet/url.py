@@ -143,6 +143,8 @@ class URL:
     host_header: str
     #: ``scheme://host:port``, port always present: one string that identifies the origin.
     origin_key: str
+    _text: str | None
+    _hash: int | None
 
     def __new__(cls, url: str | URL = "") -> URL:
         if isinstance(url, URL):
@@ -304,7 +306,7 @@ class URL:
 
     def replace(self, **changes: Any) -> URL:
         """Return a URL with some parts changed: ``scheme``, ``host``, ``port``, ``path``, ``query``..."""
-        parts = {
+        parts: dict[str, Any] = {
             "scheme": self.scheme,
             "username": self.username,
             "password": self.password,

@@ -237,3 +237,26 @@ def test_build_require_extensions_in_compiled_tree() -> None:
 def test_build_off_values_mean_off() -> None:
     out = _python("import fastnet._compat as c; print(c.NO_EXTENSIONS)", FASTNET_NO_EXTENSIONS="off")
     assert out == "False"
+
+
+def _type_checking_names(dispatcher: Path) -> set[str]:
+    """The names a dispatcher imports for type checkers (``from _x_py import name as name``)."""
+    import re
+
+    block = dispatcher.read_text().split("if TYPE_CHECKING:", 1)[1].split("\nelse:", 1)[0]
+    return set(re.findall(r"\b(\w+) as \1\b", block))
+
+
+@pytest.mark.parametrize("unit", _compiled_units())
+def test_build_dispatcher_exports_what_type_checkers_see(unit: str) -> None:
+    """A dispatcher installs its twin's ``__all__`` at run time and lists the names for type checkers:
+    the two lists must be the same, and both twins must define every name."""
+    dispatcher = importlib.import_module(_dispatcher_of(unit))
+    assert dispatcher.__file__ is not None
+    declared = _type_checking_names(Path(dispatcher.__file__))
+    pure = importlib.import_module(unit[: -len("_c")] + "_py")
+    assert declared == set(pure.__all__), (
+        f"{dispatcher.__name__} lists names that differ from the twin's __all__"
+    )
+    for name in declared:
+        assert hasattr(dispatcher, name), f"{dispatcher.__name__} does not provide {name}"

@@ -113,6 +113,35 @@ def test_client_unknown_option_in_with_options() -> None:
         c.with_options(nope=1)
 
 
+def test_client_misspelt_option_suggests_the_nearest() -> None:
+    with pytest.raises(TypeError, match=r"'read_timeot' \(did you mean 'read_timeout'\?\)"):
+        fastnet.Client(read_timeot=5)  # type: ignore[call-arg]
+    with fastnet.Client() as c, pytest.raises(TypeError, match=r"did you mean 'connect_timeout'"):
+        c.with_options(conect_timeout=1)
+
+
+def test_client_signature_is_explicit_and_shared_by_with_options() -> None:
+    import inspect
+
+    init = inspect.signature(fastnet.Client)
+    assert (
+        "read_timeout" in init.parameters
+        and init.parameters["read_timeout"].kind is inspect.Parameter.KEYWORD_ONLY
+    )
+    assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in init.parameters.values())
+    assert list(inspect.signature(fastnet.Client().with_options).parameters) == list(init.parameters)
+
+
+def test_client_options_are_read_only_attributes_and_a_frozen_value() -> None:
+    with fastnet.Client(read_timeout=3) as c:
+        assert c.read_timeout == 3 and c.config.read_timeout == 3
+        assert c.with_options(read_timeout=4).config.read_timeout == 4 and c.read_timeout == 3
+        with pytest.raises(AttributeError):
+            c.read_timeout = 5  # type: ignore[misc]
+        with pytest.raises(AttributeError):
+            c.config.read_timeout = 5  # type: ignore[misc]
+
+
 def test_client_with_options_validates_too() -> None:
     with fastnet.Client() as c, pytest.raises(ValueError, match="read_timeout"):
         c.with_options(read_timeout=-5)

@@ -1,4 +1,4 @@
-"""ChainDns (seed 002's semantics), RESILIENT and default_dns."""
+"""ChainDns (resolvers asked in order, blacklisted answers skipped), RESILIENT and default_dns."""
 
 from __future__ import annotations
 

@@ -260,7 +260,7 @@ def test_proxy_faults_tunnel_keeps_credentials_apart():
 
 
 def test_proxy_faults_origin_407_inside_tunnel_is_a_response():
-    # decisions.md row 5: only the proxy's own 407s go to the proxy authenticator
+    # a deliberate difference from OkHttp: only the proxy's own 407s go to the proxy authenticator
     with MockServer(tls=True) as proxy_server:
         proxy_server.enqueue(
             MockResponse(200, tunnel=True),

@@ -65,7 +65,7 @@ def test_recover_post_on_stale_pooled_connection_is_retried(server):
         r = client.post(server.url("/orders"), body=b"order-1")
         assert r.status_code == 201
         first, second = server.take_request(), server.take_request()
-        # seed 001 §5.1: the server saw the order twice
+        # a POST replayed on a stale connection: the server saw the order twice
         # (a one-shot body, retry_on_connection_failure=False or fastnet.Retry avoid it)
         assert first.body == second.body == b"order-1"
         assert first.connection_index == 0 and second.connection_index == 1
@@ -307,7 +307,7 @@ def test_recover_503_retried_once_only(server):
 
 
 def test_recover_503_not_retried_when_retries_off(server):
-    # decisions.md row 6: OkHttp retries this even with retries off; fastnet does not
+    # OkHttp retries this even with retries off; fastnet does not (a deliberate difference)
     with make_client(retry_on_connection_failure=False) as client:
         server.enqueue(MockResponse(503, headers={"Retry-After": "0"}), MockResponse(200))
         assert client.get(server.url("/")).status_code == 503

@@ -40,7 +40,7 @@ def redirect(location: str, status: int = 302, **headers: str) -> MockResponse:
 
 
 def expected_after_redirect(method: str, status: int) -> tuple[str, bool]:
-    """(method of the follow-up, whether it keeps the body): reference §10.5."""
+    """(method of the follow-up, whether it keeps the body), as OkHttp's redirect table has it."""
     if method in ("GET", "HEAD"):
         return method, False
     if method == "PROPFIND":

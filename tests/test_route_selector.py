@@ -137,7 +137,7 @@ def test_route_selector_proxy_port_out_of_range(rs: types.ModuleType, dns: FakeD
         next(make(rs, dns, proxy=bad))
 
 
-# -- postponed routes (the seed's examples) --------------------------------------------------------
+# -- postponed routes (failed routes are tried last) ----------------------------------------------------
 
 
 def test_route_selector_failed_route_is_postponed(rs: types.ModuleType, dns: FakeDns) -> None:

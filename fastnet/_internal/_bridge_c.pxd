@@ -13,11 +13,15 @@ cdef class BridgeInterceptor(InternalInterceptor):
     cdef public dict defaults
 
     cpdef Headers default_headers(self, object url)
+
     @cython.locals(request=Request, network_request=Request, gzip_added=bint)
     cpdef Response intercept(self, RealInterceptorChain chain)
+
     @cython.locals(user=Headers)
     cpdef tuple bridge_request(self, Request request)
+
     @cython.locals(exchange=Exchange)
     cpdef Response bridge_response(self, Request request, Response response, bint gzip_added)
+
     @cython.locals(user=Headers, body=RequestBody)
     cpdef tuple build_headers(self, Request request, object cookies)

@@ -30,7 +30,9 @@ cdef class RealInterceptorChain:
 
     @cython.locals(chain=RealInterceptorChain)
     cpdef RealInterceptorChain copy(self, Py_ssize_t index, Request request, Exchange exchange)
-    @cython.locals(index=Py_ssize_t, exchange=Exchange, nxt=RealInterceptorChain, internal=InternalInterceptor)
+
+    @cython.locals(index=Py_ssize_t, exchange=Exchange, nxt=RealInterceptorChain,
+                   internal=InternalInterceptor)
     cpdef Response proceed(self, Request request)
 
 

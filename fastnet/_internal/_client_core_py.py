@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from fastnet._internal.connection.connector import Connector
     from fastnet._internal.connection.pool import RealConnectionPool
 
-__all__ = ["MAX_FOLLOW_UPS", "USER_AGENT", "ClientCore"]
+__all__ = ["MAX_FOLLOW_UPS", "USER_AGENT", "ClientCore", "watchdog"]
 
 USER_AGENT = f"fastnet/{__version__}"
 MAX_FOLLOW_UPS = 20

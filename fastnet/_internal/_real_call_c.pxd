@@ -22,19 +22,26 @@ cdef class RealCall(ConnectionUser):
     @cython.locals(client=ClientCore, chain=RealInterceptorChain, response=Response)
     cpdef Response execute(self)
     cpdef object canceled_error(self, object request)
+
     @cython.locals(conn=RealConnection)
     cpdef exchange_failed(self, object exc, object exchange)
     cpdef body_failed(self, object exc)
+
     @cython.locals(exchange=Exchange)
     cpdef release_connection(self, RealConnection conn, bint reusable)
     cpdef end(self)
+
     @cython.locals(conn=RealConnection)
     cpdef fail(self, object exc)
 
 
 cdef _init_call(RealCall call, ClientCore client, Request request)
+
+
 @cython.locals(call=RealCall)
 cpdef RealCall new_call(ClientCore client, Request request)
+
+
 @cython.locals(req=Request, call=RealCall, response=Response)
 cpdef Response request(ClientCore client, str method, object url, object headers, object body, object json,
                        bint stream, object proxy)

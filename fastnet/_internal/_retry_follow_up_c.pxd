@@ -10,8 +10,8 @@ from fastnet._response_c cimport Response
 cdef class RetryAndFollowUpInterceptor(InternalInterceptor):
     cdef public ClientCore client
 
-    @cython.locals(call=ConnectionUser, client=ClientCore, follow_ups=int, response=Response, follow_up=Request,
-                   prior=Response, request=Request)
+    @cython.locals(call=ConnectionUser, client=ClientCore, follow_ups=int, response=Response,
+                   follow_up=Request, prior=Response, request=Request)
     cpdef Response intercept(self, RealInterceptorChain chain)
 
 

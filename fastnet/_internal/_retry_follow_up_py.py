@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from fastnet.route import Route
 
 __all__ = [
+    "FOLLOW_UP_CODES",
     "REDIRECT_CODES",
     "RetryAndFollowUpInterceptor",
     "follow_up_request",
@@ -191,8 +192,7 @@ def follow_up_request(client: ClientCore, follow_redirects: int, response: Respo
         return _unless_repeated(answer, request, "authorization")
     if status == 407:
         route = response.route
-        proxy = route.proxy if route is not None else None
-        if proxy is None or proxy.type is not ProxyType.HTTP:
+        if route is None or route.proxy.type is not ProxyType.HTTP:
             raise ProtocolError("Received HTTP_PROXY_AUTH (407) code while not using proxy", url=request.url)
         if route.requires_tunnel:
             return None  # the origin wrote this 407 inside the tunnel: not the proxy's challenge

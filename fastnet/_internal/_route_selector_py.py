@@ -144,7 +144,7 @@ class RouteSelector:
                 proxies = []
             else:
                 if fallback_to_direct:
-                    # the seed's rule: DIRECT is tried once, after every proxy the selector named
+                    # DIRECT is tried once, after every proxy the selector named
                     proxies = [p for p in proxies if not p.is_direct]
                     proxies.append(_DIRECT)
         self._proxies = proxies

@@ -9,9 +9,11 @@ from fastnet import _compat
 __all__ = ["BridgeInterceptor"]
 
 if TYPE_CHECKING:
-    from fastnet._internal._bridge_py import BridgeInterceptor
+    from fastnet._internal._bridge_py import BridgeInterceptor as BridgeInterceptor
 else:
-    _impl = _compat.pick(
-        "fastnet._internal.bridge", "fastnet._internal._bridge_c", "fastnet._internal._bridge_py"
+    _compat.install(
+        globals(),
+        "fastnet._internal.bridge",
+        "fastnet._internal._bridge_c",
+        "fastnet._internal._bridge_py",
     )
-    BridgeInterceptor = _impl.BridgeInterceptor

@@ -9,11 +9,11 @@ from fastnet import _compat
 __all__ = ["CallServerInterceptor"]
 
 if TYPE_CHECKING:
-    from fastnet._internal._call_server_py import CallServerInterceptor
+    from fastnet._internal._call_server_py import CallServerInterceptor as CallServerInterceptor
 else:
-    _impl = _compat.pick(
+    _compat.install(
+        globals(),
         "fastnet._internal.call_server",
         "fastnet._internal._call_server_c",
         "fastnet._internal._call_server_py",
     )
-    CallServerInterceptor = _impl.CallServerInterceptor

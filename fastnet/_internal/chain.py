@@ -9,17 +9,14 @@ from fastnet import _compat
 __all__ = ["FunctionInterceptor", "InternalInterceptor", "RealInterceptorChain", "first_chain"]
 
 if TYPE_CHECKING:
-    from fastnet._internal._chain_py import (
-        FunctionInterceptor,
-        InternalInterceptor,
-        RealInterceptorChain,
-        first_chain,
-    )
+    from fastnet._internal._chain_py import FunctionInterceptor as FunctionInterceptor
+    from fastnet._internal._chain_py import InternalInterceptor as InternalInterceptor
+    from fastnet._internal._chain_py import RealInterceptorChain as RealInterceptorChain
+    from fastnet._internal._chain_py import first_chain as first_chain
 else:
-    _impl = _compat.pick(
-        "fastnet._internal.chain", "fastnet._internal._chain_c", "fastnet._internal._chain_py"
+    _compat.install(
+        globals(),
+        "fastnet._internal.chain",
+        "fastnet._internal._chain_c",
+        "fastnet._internal._chain_py",
     )
-    FunctionInterceptor = _impl.FunctionInterceptor
-    InternalInterceptor = _impl.InternalInterceptor
-    RealInterceptorChain = _impl.RealInterceptorChain
-    first_chain = _impl.first_chain

@@ -9,14 +9,14 @@ from fastnet import _compat
 __all__ = ["MAX_FOLLOW_UPS", "USER_AGENT", "ClientCore", "watchdog"]
 
 if TYPE_CHECKING:
-    from fastnet._internal._client_core_py import MAX_FOLLOW_UPS, USER_AGENT, ClientCore, watchdog
+    from fastnet._internal._client_core_py import MAX_FOLLOW_UPS as MAX_FOLLOW_UPS
+    from fastnet._internal._client_core_py import USER_AGENT as USER_AGENT
+    from fastnet._internal._client_core_py import ClientCore as ClientCore
+    from fastnet._internal._client_core_py import watchdog as watchdog
 else:
-    _impl = _compat.pick(
+    _compat.install(
+        globals(),
         "fastnet._internal.client_core",
         "fastnet._internal._client_core_c",
         "fastnet._internal._client_core_py",
     )
-    MAX_FOLLOW_UPS = _impl.MAX_FOLLOW_UPS
-    USER_AGENT = _impl.USER_AGENT
-    ClientCore = _impl.ClientCore
-    watchdog = _impl.watchdog

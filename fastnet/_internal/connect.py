@@ -9,9 +9,11 @@ from fastnet import _compat
 __all__ = ["ConnectInterceptor"]
 
 if TYPE_CHECKING:
-    from fastnet._internal._connect_py import ConnectInterceptor
+    from fastnet._internal._connect_py import ConnectInterceptor as ConnectInterceptor
 else:
-    _impl = _compat.pick(
-        "fastnet._internal.connect", "fastnet._internal._connect_c", "fastnet._internal._connect_py"
+    _compat.install(
+        globals(),
+        "fastnet._internal.connect",
+        "fastnet._internal._connect_c",
+        "fastnet._internal._connect_py",
     )
-    ConnectInterceptor = _impl.ConnectInterceptor

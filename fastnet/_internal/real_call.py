@@ -9,12 +9,14 @@ from fastnet import _compat
 __all__ = ["RealCall", "get", "new_call", "request"]
 
 if TYPE_CHECKING:
-    from fastnet._internal._real_call_py import RealCall, get, new_call, request
+    from fastnet._internal._real_call_py import RealCall as RealCall
+    from fastnet._internal._real_call_py import get as get
+    from fastnet._internal._real_call_py import new_call as new_call
+    from fastnet._internal._real_call_py import request as request
 else:
-    _impl = _compat.pick(
-        "fastnet._internal.real_call", "fastnet._internal._real_call_c", "fastnet._internal._real_call_py"
+    _compat.install(
+        globals(),
+        "fastnet._internal.real_call",
+        "fastnet._internal._real_call_c",
+        "fastnet._internal._real_call_py",
     )
-    RealCall = _impl.RealCall
-    get = _impl.get
-    new_call = _impl.new_call
-    request = _impl.request

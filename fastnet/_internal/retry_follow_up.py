@@ -17,25 +17,19 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from fastnet._internal._retry_follow_up_py import FOLLOW_UP_CODES as FOLLOW_UP_CODES
+    from fastnet._internal._retry_follow_up_py import REDIRECT_CODES as REDIRECT_CODES
     from fastnet._internal._retry_follow_up_py import (
-        FOLLOW_UP_CODES,
-        REDIRECT_CODES,
-        RetryAndFollowUpInterceptor,
-        follow_up_request,
-        recover,
-        retry_after_seconds,
-        strip_for_new_origin,
+        RetryAndFollowUpInterceptor as RetryAndFollowUpInterceptor,
     )
+    from fastnet._internal._retry_follow_up_py import follow_up_request as follow_up_request
+    from fastnet._internal._retry_follow_up_py import recover as recover
+    from fastnet._internal._retry_follow_up_py import retry_after_seconds as retry_after_seconds
+    from fastnet._internal._retry_follow_up_py import strip_for_new_origin as strip_for_new_origin
 else:
-    _impl = _compat.pick(
+    _compat.install(
+        globals(),
         "fastnet._internal.retry_follow_up",
         "fastnet._internal._retry_follow_up_c",
         "fastnet._internal._retry_follow_up_py",
     )
-    FOLLOW_UP_CODES = _impl.FOLLOW_UP_CODES
-    REDIRECT_CODES = _impl.REDIRECT_CODES
-    RetryAndFollowUpInterceptor = _impl.RetryAndFollowUpInterceptor
-    follow_up_request = _impl.follow_up_request
-    recover = _impl.recover
-    retry_after_seconds = _impl.retry_after_seconds
-    strip_for_new_origin = _impl.strip_for_new_origin

@@ -9,11 +9,11 @@ from fastnet import _compat
 __all__ = ["RouteDatabase"]
 
 if TYPE_CHECKING:
-    from fastnet._internal._route_database_py import RouteDatabase
+    from fastnet._internal._route_database_py import RouteDatabase as RouteDatabase
 else:
-    _impl = _compat.pick(
+    _compat.install(
+        globals(),
         "fastnet._internal.route_database",
         "fastnet._internal._route_database_c",
         "fastnet._internal._route_database_py",
     )
-    RouteDatabase = _impl.RouteDatabase

@@ -9,12 +9,12 @@ from fastnet import _compat
 __all__ = ["RouteSelector", "reorder_for_happy_eyeballs"]
 
 if TYPE_CHECKING:
-    from fastnet._internal._route_selector_py import RouteSelector, reorder_for_happy_eyeballs
+    from fastnet._internal._route_selector_py import RouteSelector as RouteSelector
+    from fastnet._internal._route_selector_py import reorder_for_happy_eyeballs as reorder_for_happy_eyeballs
 else:
-    _impl = _compat.pick(
+    _compat.install(
+        globals(),
         "fastnet._internal.route_selector",
         "fastnet._internal._route_selector_c",
         "fastnet._internal._route_selector_py",
     )
-    RouteSelector = _impl.RouteSelector
-    reorder_for_happy_eyeballs = _impl.reorder_for_happy_eyeballs

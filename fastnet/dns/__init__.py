@@ -6,7 +6,7 @@
 * :class:`CachingDns` - TTL + LRU cache, single-flight, negative entries, stale-if-error.
 * :func:`default_dns` - what ``fastnet.Client`` uses when ``dns`` is not given: ``SystemDns`` behind a
   ``CachingDns`` with a 10 s TTL (aiohttp's default). Pass ``dns=SystemDns()`` to turn caching off.
-* :data:`RESILIENT` - seed 002's chain ready made: cache -> system -> fallbacks, with a blacklist::
+* :data:`RESILIENT` - the resilient chain ready made: cache -> system -> fallbacks, with a blacklist::
 
       from fastnet.dns import RESILIENT, DohDns, UdpDns
       dns = RESILIENT(UdpDns("192.0.2.53"),

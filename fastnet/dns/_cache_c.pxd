@@ -19,14 +19,19 @@ cdef class DnsCache:
     cdef object _lock
 
     cdef _Entry _entry(self, str host)
+
     @cython.locals(entry=_Entry)
     cpdef list get(self, str host)
+
     @cython.locals(entry=_Entry)
     cpdef object get_error(self, str host)
+
     @cython.locals(entry=_Entry)
     cpdef list get_stale(self, str host)
+
     @cython.locals(seconds=double, now=double)
     cpdef put(self, str host, object addresses, object ttl=*)
+
     @cython.locals(seconds=double, now=double, old=_Entry)
     cpdef put_negative(self, str host, str reason, object ttl=*)
     cdef _store(self, str host, _Entry entry)
@@ -42,12 +47,16 @@ cdef class IpBlacklist:
 
     @cython.locals(per_host=dict, count=Py_ssize_t)
     cpdef bint record_failure(self, str host, str ip) except -1
+
     @cython.locals(per_host=dict)
     cpdef record_success(self, str host, str ip)
+
     @cython.locals(per_host=dict)
     cpdef Py_ssize_t failures(self, str host, str ip) except -1
+
     @cython.locals(per_host=dict)
     cpdef bint is_blacklisted(self, str host, str ip) except -1
+
     @cython.locals(per_host=dict, threshold=Py_ssize_t, kept=list)
     cpdef list filter(self, str host, list ips)
     cpdef clear(self, object host=*)
@@ -65,5 +74,6 @@ cdef class CachingDns:
     @cython.locals(entry=_Entry)
     cpdef list lookup(self, str hostname)
     cdef list _miss(self, str hostname)
+
     @cython.locals(cache=DnsCache, seconds=double)
     cdef list _resolve(self, str hostname, str name)

@@ -413,7 +413,7 @@ class CachingDns:
         if blacklist is not None:
             usable = blacklist.filter(name, addresses)
             if not usable:
-                # every answer is blacklisted: the seed's rule, start counting again rather than fail
+                # every answer is blacklisted: start counting again rather than fail
                 blacklist.clear(name)
             else:
                 addresses = usable

@@ -1,6 +1,6 @@
 """``ChainDns``: ask resolvers in order, skip blacklisted addresses, fall back to everything seen.
 
-Theory of operation (seed 002's chain of responsibility, made explicit):
+Theory of operation (a chain of responsibility, made explicit):
 
 1. IP literals are returned at once; other names are validated and IDNA-encoded first.
 2. Each resolver is asked in turn. Its answer is added to ``collected`` (order kept, no duplicates),

@@ -13,12 +13,11 @@ from fastnet import _compat
 __all__ = ["CachingDns", "DnsCache", "IpBlacklist", "IMPLEMENTATION"]
 
 if TYPE_CHECKING:
-    from fastnet.dns._cache_py import CachingDns, DnsCache, IpBlacklist
+    from fastnet.dns._cache_py import CachingDns as CachingDns
+    from fastnet.dns._cache_py import DnsCache as DnsCache
+    from fastnet.dns._cache_py import IpBlacklist as IpBlacklist
 else:
-    _impl = _compat.pick("fastnet.dns.cache", "fastnet.dns._cache_c", "fastnet.dns._cache_py")
-    CachingDns = _impl.CachingDns
-    DnsCache = _impl.DnsCache
-    IpBlacklist = _impl.IpBlacklist
+    _compat.install(globals(), "fastnet.dns.cache", "fastnet.dns._cache_c", "fastnet.dns._cache_py")
 
 #: ``"c"`` or ``"py"``: which twin this process uses.
 IMPLEMENTATION: str = "c" if "fastnet.dns.cache" in _compat.loaded_compiled else "py"

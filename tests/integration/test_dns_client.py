@@ -1,11 +1,11 @@
-"""Issue 5 end to end: the DNS chain of seed 002 wired through the real ``fastnet.Client``.
+"""The DNS chain end to end: cache, system resolver and fallbacks with a blacklist, through ``fastnet.Client``.
 
 Theory of operation
 -------------------
 Every test builds a ``Client(dns=...)`` and fetches ``/whoami`` from nginx (which answers with the local
 address it was reached on), so what is asserted is what the client really connected to. Names under
 ``.test`` are answered by the testbed's unbound (UDP) and dnsdist (DoH in front of unbound); the
-"system" resolver of the seed's chain is a stand-in that always fails, because the real system resolver
+"system" resolver of the chain is a stand-in that always fails, because the real system resolver
 must never be asked for ``.test`` names (it would leave the machine). Upstream queries are counted with a
 wrapper around the resolver (``Counting``) and, where a name is unique to one test, at the server, from
 unbound's query log.
@@ -55,7 +55,7 @@ CLOSE = {"Connection": "close"}
 
 
 def _no_system(host: str) -> list[str]:
-    """Stands in for ``SystemDns`` in the seed's chain: never finds ``.test`` names (nor asks anyone)."""
+    """Stands in for ``SystemDns`` in the chain: never finds ``.test`` names (nor asks anyone)."""
     raise UnknownHostError(f"{host}: system resolver unavailable (test stand-in)")
 
 
@@ -195,7 +195,7 @@ def seed_chain(testbed: Any, doh_url: str) -> Iterator[tuple[Any, Counting]]:
         doh.close()
 
 
-# --------------------------------------------------------------------------- the seed's chain
+# --------------------------------------------------------------------------- the resilient chain
 
 
 def test_dns_client_seed_chain_answers_from_first_address(seed_chain: Any, testbed: Any) -> None:
@@ -462,7 +462,7 @@ def test_dns_client_ip_literals_never_reach_the_resolver(testbed: Any) -> None:
         assert _addr(_whoami(client, f"http://127.0.0.2:{testbed.http_port}/whoami")) == "127.0.0.2"
         assert _addr(_whoami(client, f"http://[::1]:{testbed.http_port}/whoami")) == "::1"
     assert recorder.of("dns_start") == []
-    # the same through the seed's chain: literals are answered before any resolver is consulted
+    # the same through the resilient chain: literals are answered before any resolver is consulted
     udp = Counting(_udp(testbed))
     dns = RESILIENT(udp, system=Counting(_no_system))
     with _client(dns) as client:

@@ -211,7 +211,7 @@ class ExchangeFinder:
         proxy = route.proxy
         if proxy.type is ProxyType.SOCKS:
             return (self._proxy_ip(proxy), proxy.port)  # type: ignore[return-value]
-        return route.socket_address  # type: ignore[return-value]
+        return route.socket_address
 
     def _connect(self, connect_timeout: float, read_timeout: float) -> RealConnection:
         connector = self.connector

@@ -16,27 +16,35 @@ cdef class RealConnectionPool:
 
     @cython.locals(stack=list, keep_alive=double, conn=RealConnection, found=RealConnection)
     cpdef RealConnection acquire(self, object address, double now)
+
     @cython.locals(victim=RealConnection)
     cpdef reserve(self, object host, double deadline)
     cpdef unreserve(self, object host)
     cpdef register(self, RealConnection conn)
+
     @cython.locals(now=double, stack=list, c=RealConnection)
     cpdef release(self, RealConnection conn, bint reusable)
+
     @cython.locals(order=dict, oldest=RealConnection)
     cdef object _evict(self, double now)
+
     @cython.locals(conn=RealConnection)
     cdef object _idle_victim(self, object host)
     cdef _remove_idle(self, RealConnection conn)
     cdef _forget(self, RealConnection conn)
     cdef _decrement(self, object host)
+
     @cython.locals(conn=RealConnection)
     cpdef int evict_all(self)
+
     @cython.locals(conn=RealConnection)
     cpdef int cleanup(self)
     cpdef int connection_count(self)
     cpdef int idle_connection_count(self)
     cpdef close(self)
+
     @cython.locals(limit=int)
     cpdef bint wait_for_slot(self, object address, double deadline) except -1
+
     @cython.locals(wait=double)
     cdef _wait_for_release(self, object host, double deadline)

@@ -176,7 +176,7 @@ def _tls_peek_healthy(sock: Any) -> bool:
     # For TLS, readable bytes while idle are usually a close_notify alert or a session ticket;
     # tickets arrive right after the handshake (TLS 1.3), so only treat "pending" as healthy.
     try:
-        return sock.pending() > 0
+        return bool(sock.pending() > 0)
     except (AttributeError, OSError):
         return False
 

@@ -9,11 +9,11 @@ from fastnet import _compat
 __all__ = ["ConnectionUser"]
 
 if TYPE_CHECKING:
-    from fastnet._internal.connection._connection_user_py import ConnectionUser
+    from fastnet._internal.connection._connection_user_py import ConnectionUser as ConnectionUser
 else:
-    _impl = _compat.pick(
+    _compat.install(
+        globals(),
         "fastnet._internal.connection.connection_user",
         "fastnet._internal.connection._connection_user_c",
         "fastnet._internal.connection._connection_user_py",
     )
-    ConnectionUser = _impl.ConnectionUser

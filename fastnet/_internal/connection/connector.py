@@ -9,11 +9,11 @@ from fastnet import _compat
 __all__ = ["Connector"]
 
 if TYPE_CHECKING:
-    from fastnet._internal.connection._connector_py import Connector
+    from fastnet._internal.connection._connector_py import Connector as Connector
 else:
-    _impl = _compat.pick(
+    _compat.install(
+        globals(),
         "fastnet._internal.connection.connector",
         "fastnet._internal.connection._connector_c",
         "fastnet._internal.connection._connector_py",
     )
-    Connector = _impl.Connector

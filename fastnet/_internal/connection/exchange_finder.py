@@ -9,17 +9,13 @@ from fastnet import _compat
 __all__ = ["PROBE_IDLE_AFTER", "ExchangeFinder", "find_connection"]
 
 if TYPE_CHECKING:
-    from fastnet._internal.connection._exchange_finder_py import (
-        PROBE_IDLE_AFTER,
-        ExchangeFinder,
-        find_connection,
-    )
+    from fastnet._internal.connection._exchange_finder_py import PROBE_IDLE_AFTER as PROBE_IDLE_AFTER
+    from fastnet._internal.connection._exchange_finder_py import ExchangeFinder as ExchangeFinder
+    from fastnet._internal.connection._exchange_finder_py import find_connection as find_connection
 else:
-    _impl = _compat.pick(
+    _compat.install(
+        globals(),
         "fastnet._internal.connection.exchange_finder",
         "fastnet._internal.connection._exchange_finder_c",
         "fastnet._internal.connection._exchange_finder_py",
     )
-    PROBE_IDLE_AFTER = _impl.PROBE_IDLE_AFTER
-    ExchangeFinder = _impl.ExchangeFinder
-    find_connection = _impl.find_connection

@@ -9,11 +9,11 @@ from fastnet import _compat
 __all__ = ["RealConnectionPool"]
 
 if TYPE_CHECKING:
-    from fastnet._internal.connection._pool_py import RealConnectionPool
+    from fastnet._internal.connection._pool_py import RealConnectionPool as RealConnectionPool
 else:
-    _impl = _compat.pick(
+    _compat.install(
+        globals(),
         "fastnet._internal.connection.pool",
         "fastnet._internal.connection._pool_c",
         "fastnet._internal.connection._pool_py",
     )
-    RealConnectionPool = _impl.RealConnectionPool

@@ -9,19 +9,14 @@ from fastnet import _compat
 __all__ = ["RECV_BUFFER_SIZE", "RealConnection", "set_socket_timeouts", "timeval"]
 
 if TYPE_CHECKING:
-    from fastnet._internal.connection._real_connection_py import (
-        RECV_BUFFER_SIZE,
-        RealConnection,
-        set_socket_timeouts,
-        timeval,
-    )
+    from fastnet._internal.connection._real_connection_py import RECV_BUFFER_SIZE as RECV_BUFFER_SIZE
+    from fastnet._internal.connection._real_connection_py import RealConnection as RealConnection
+    from fastnet._internal.connection._real_connection_py import set_socket_timeouts as set_socket_timeouts
+    from fastnet._internal.connection._real_connection_py import timeval as timeval
 else:
-    _impl = _compat.pick(
+    _compat.install(
+        globals(),
         "fastnet._internal.connection.real_connection",
         "fastnet._internal.connection._real_connection_c",
         "fastnet._internal.connection._real_connection_py",
     )
-    RECV_BUFFER_SIZE = _impl.RECV_BUFFER_SIZE
-    RealConnection = _impl.RealConnection
-    set_socket_timeouts = _impl.set_socket_timeouts
-    timeval = _impl.timeval

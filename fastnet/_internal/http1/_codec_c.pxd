@@ -9,6 +9,8 @@ from fastnet._response_c cimport Response, make_response
 cpdef bytes request_head(Request request, bint http_proxy, object proxy_authorization)
 cpdef bint expects_continue(Request request)
 cpdef bytes frame_chunk(bytes chunk)
+
+
 @cython.locals(status=int, body_mode=int, length=cython.longlong, keep_alive=bint, response=Response)
 cpdef tuple open_response(tuple head, Request request, object route)
 cpdef object map_io_error(object exc, str phase, object url, bint canceled, bint timed_out)

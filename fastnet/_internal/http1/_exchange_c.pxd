@@ -22,22 +22,30 @@ cdef class Exchange(ResponseBodySource):
 
     @cython.locals(conn=RealConnection, data=bytes, user=ConnectionUser)
     cpdef object write_request(self, bytes head, RequestBody body, bint expect_continue)
+
     @cython.locals(user=ConnectionUser)
     cpdef write_body(self, RequestBody body)
+
     @cython.locals(conn=RealConnection, n=Py_ssize_t)
     cpdef Py_ssize_t fill(self, bint in_head) except -1
+
     @cython.locals(received=bint, n=Py_ssize_t, parser=ResponseParser)
     cpdef object read_head(self, bint head_request, bint expect_continue=*)
+
     @cython.locals(user=ConnectionUser, n=Py_ssize_t, parser=ResponseParser)
     cpdef object read_chunk(self)
+
     @cython.locals(conn=RealConnection, user=ConnectionUser, remaining=Py_ssize_t, total=Py_ssize_t,
                    received=Py_ssize_t, content=bytes, parser=ResponseParser)
     cpdef bytes read_all(self)
     cpdef bytes read_rest(self)
+
     @cython.locals(conn=RealConnection, reusable=bint, user=ConnectionUser)
     cpdef finish(self, bint complete)
+
     @cython.locals(conn=RealConnection, parser=ResponseParser)
     cpdef close_body(self)
+
     @cython.locals(user=ConnectionUser)
     cpdef object map_error(self, object exc, str phase)
 

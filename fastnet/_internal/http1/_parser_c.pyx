@@ -21,7 +21,7 @@ from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.unicode cimport PyUnicode_DecodeLatin1
 from libc.string cimport memchr, memcpy, memmove, memcmp
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdlib cimport realloc, free
 from libc.stdint cimport int64_t
 
 from fastnet.exceptions import ConnectionClosedError, ProtocolError
@@ -273,7 +273,6 @@ cdef class ResponseParser:
         cdef const char* first
         cdef int64_t number
         cdef unsigned char c
-        cdef bint close_seen
         if n > self._max_line:
             raise self._fail(f"response header line longer than {self._max_line} bytes: "
                              + self._quote_at(p, n))
@@ -391,7 +390,6 @@ cdef class ResponseParser:
         cdef Py_ssize_t avail, end, ln, i
         cdef const char* base
         cdef const char* nl
-        cdef const char* reason_p
         cdef int status, mode
         cdef bint http11, keep_alive
         cdef HeadInfo info
@@ -563,7 +561,9 @@ cdef class ResponseParser:
                     self._state = S_CHUNK_CRLF
             elif self._state == S_CHUNK_CRLF:
                 if avail >= 1 and base[0] != b'\r':
-                    raise self._fail("Chunk data not followed by CRLF: " + self._quote_at(base, min(avail, 2)))
+                    raise self._fail(
+                        "Chunk data not followed by CRLF: " + self._quote_at(base, min(avail, 2))
+                    )
                 if avail >= 2 and base[1] != b'\n':
                     raise self._fail("Chunk data not followed by CRLF: " + self._quote_at(base, 2))
                 if avail < 2:

@@ -17,25 +17,17 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from fastnet._internal.http1._codec_py import (
-        LAST_CHUNK,
-        SMALL_BODY,
-        expects_continue,
-        frame_chunk,
-        map_io_error,
-        open_response,
-        request_head,
-    )
+    from fastnet._internal.http1._codec_py import LAST_CHUNK as LAST_CHUNK
+    from fastnet._internal.http1._codec_py import SMALL_BODY as SMALL_BODY
+    from fastnet._internal.http1._codec_py import expects_continue as expects_continue
+    from fastnet._internal.http1._codec_py import frame_chunk as frame_chunk
+    from fastnet._internal.http1._codec_py import map_io_error as map_io_error
+    from fastnet._internal.http1._codec_py import open_response as open_response
+    from fastnet._internal.http1._codec_py import request_head as request_head
 else:
-    _impl = _compat.pick(
+    _compat.install(
+        globals(),
         "fastnet._internal.http1.codec",
         "fastnet._internal.http1._codec_c",
         "fastnet._internal.http1._codec_py",
     )
-    LAST_CHUNK = _impl.LAST_CHUNK
-    SMALL_BODY = _impl.SMALL_BODY
-    expects_continue = _impl.expects_continue
-    frame_chunk = _impl.frame_chunk
-    map_io_error = _impl.map_io_error
-    open_response = _impl.open_response
-    request_head = _impl.request_head

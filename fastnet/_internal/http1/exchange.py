@@ -9,13 +9,13 @@ from fastnet import _compat
 __all__ = ["DRAIN_TIMEOUT", "Exchange", "new_exchange"]
 
 if TYPE_CHECKING:
-    from fastnet._internal.http1._exchange_py import DRAIN_TIMEOUT, Exchange, new_exchange
+    from fastnet._internal.http1._exchange_py import DRAIN_TIMEOUT as DRAIN_TIMEOUT
+    from fastnet._internal.http1._exchange_py import Exchange as Exchange
+    from fastnet._internal.http1._exchange_py import new_exchange as new_exchange
 else:
-    _impl = _compat.pick(
+    _compat.install(
+        globals(),
         "fastnet._internal.http1.exchange",
         "fastnet._internal.http1._exchange_c",
         "fastnet._internal.http1._exchange_py",
     )
-    DRAIN_TIMEOUT = _impl.DRAIN_TIMEOUT
-    Exchange = _impl.Exchange
-    new_exchange = _impl.new_exchange

@@ -28,26 +28,19 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from fastnet._internal.http1._parser_py import (
-        BODY_CHUNKED,
-        BODY_LENGTH,
-        BODY_NONE,
-        BODY_UNTIL_CLOSE,
-        ResponseParser,
-        receive_exact,
-    )
+    from fastnet._internal.http1._parser_py import BODY_CHUNKED as BODY_CHUNKED
+    from fastnet._internal.http1._parser_py import BODY_LENGTH as BODY_LENGTH
+    from fastnet._internal.http1._parser_py import BODY_NONE as BODY_NONE
+    from fastnet._internal.http1._parser_py import BODY_UNTIL_CLOSE as BODY_UNTIL_CLOSE
+    from fastnet._internal.http1._parser_py import ResponseParser as ResponseParser
+    from fastnet._internal.http1._parser_py import receive_exact as receive_exact
 else:
-    _impl = _compat.pick(
+    _compat.install(
+        globals(),
         "fastnet._internal.http1.parser",
         "fastnet._internal.http1._parser_c",
         "fastnet._internal.http1._parser_py",
     )
-    BODY_CHUNKED = _impl.BODY_CHUNKED
-    BODY_LENGTH = _impl.BODY_LENGTH
-    BODY_NONE = _impl.BODY_NONE
-    BODY_UNTIL_CLOSE = _impl.BODY_UNTIL_CLOSE
-    ResponseParser = _impl.ResponseParser
-    receive_exact = _impl.receive_exact
 
 #: Name of the module that provides :class:`ResponseParser` (``..._parser_c`` or ``..._parser_py``).
 IMPLEMENTATION: str = ResponseParser.__module__
