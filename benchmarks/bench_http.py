@@ -18,6 +18,11 @@ Usage::
 
     PYTHONPATH=. python benchmarks/bench_http.py [--quick] [--clients raw,fastnet] [--workloads W1,W2]
     FASTNET_NO_EXTENSIONS=1 PYTHONPATH=. python benchmarks/bench_http.py --quick   # the pure build
+    python benchmarks/bench_http.py --clients raw,fastnet --compare-with ../before   # before vs after
+
+``--compare-with TREE`` adds ``fastnet@TREE``: the same fastnet client, run from another checkout (with its
+extensions built in place) in a child process pinned to the same CPU and interleaved in the same rounds,
+so a change is measured against the tree before it in one run.
 
 It never fails: a client that errors is reported as such in its cell.
 """
@@ -187,6 +192,80 @@ def _urllib3(url: str, host: str, port: int, path: str, close: bool, expect: int
         return elapsed
 
     return run, pool.close
+
+
+def _fastnet_elsewhere(tree: str) -> Factory:
+    """The fastnet client run from ``tree`` (another checkout) in a child process: see ``--compare-with``."""
+
+    def factory(url: str, host: str, port: int, path: str, close: bool, expect: int) -> Any:
+        import json
+        import subprocess
+
+        env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
+        child = subprocess.Popen(
+            [sys.executable, "-u", os.path.abspath(__file__), "--worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=os.path.abspath(tree),
+        )
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write(json.dumps([url, host, port, path, close, expect]) + "\n")
+        child.stdin.flush()
+        ready = child.stdout.readline().strip()
+        if ready != "ready":
+            child.kill()
+            raise common.ClientError(f"worker for {tree} failed to start: {ready!r}")
+        _WORKER_PIDS.append(child.pid)
+
+        def run(n: int) -> float:
+            assert child.stdin is not None and child.stdout is not None
+            child.stdin.write(f"{n}\n")
+            child.stdin.flush()
+            answer = child.stdout.readline().strip()
+            try:
+                return float(answer)
+            except ValueError:
+                raise common.ClientError(f"worker for {tree}: {answer!r}") from None
+
+        def stop() -> None:
+            if child.stdin is not None:
+                child.stdin.close()
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+            if child.pid in _WORKER_PIDS:
+                _WORKER_PIDS.remove(child.pid)
+
+        return run, stop
+
+    return factory
+
+
+#: The child processes of ``--compare-with`` clients: their CPU time counts in the CPU-time table.
+_WORKER_PIDS: list[int] = []
+
+
+def _worker() -> int:
+    """Child side of ``--compare-with``: one fastnet client, batches on request, elapsed seconds back."""
+    import json
+
+    url, host, port, path, close, expect = json.loads(sys.stdin.readline())
+    try:
+        run, stop = _fastnet(url, host, port, path, close, expect)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent
+        print(f"error {type(exc).__name__}: {exc}", flush=True)
+        return 1
+    print("ready", flush=True)
+    for line in sys.stdin:
+        try:
+            print(f"{run(int(line)):.9f}", flush=True)
+        except Exception as exc:  # noqa: BLE001
+            print(f"error {type(exc).__name__}: {exc}", flush=True)
+    stop()
+    return 0
 
 
 def _requests(url: str, host: str, port: int, path: str, close: bool, expect: int) -> Any:
@@ -391,8 +470,18 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="instead of the comparison, run fastnet N requests per workload under cProfile",
     )
+    p.add_argument(
+        "--compare-with",
+        action="append",
+        default=[],
+        metavar="TREE",
+        help="also run fastnet from this checkout (extensions built in place), as client fastnet@TREE",
+    )
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
+    if args.worker:
+        return _worker()
     if args.profile:
         return _profile(
             args.profile,
@@ -423,6 +512,8 @@ def main(argv: list[str] | None = None) -> int:
             clients[name] = factory
         else:
             skipped.append(name)
+    for tree in args.compare_with:
+        clients[f"fastnet@{os.path.basename(os.path.abspath(tree))}"] = _fastnet_elsewhere(tree)
 
     results: dict[str, dict[str, common.Timing]] = {}
     with common.Nginx() as nginx:
@@ -459,7 +550,7 @@ def main(argv: list[str] | None = None) -> int:
                         target,
                         max_n=max_n,
                         splits=splits,
-                        cpu_pids=[0, *nginx.pids()],
+                        cpu_pids=[0, *nginx.pids(), *_WORKER_PIDS],
                         deadline_s=args.deadline,
                         log=log,
                     )
