@@ -10,13 +10,7 @@ from typing import Any
 
 import h11
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from fastnet import _compat
-from fastnet._internal.http1 import _parser_py, parser
-from fastnet.exceptions import ConnectionClosedError, ProtocolError
-from tests.http1_corpus import (
+from http1_corpus import (
     BIG,
     DELIBERATE_DIFFERENCES,
     HAND_WRITTEN,
@@ -27,6 +21,12 @@ from tests.http1_corpus import (
     make_valid,
     mutate,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fastnet import _compat
+from fastnet._internal.http1 import _parser_py, parser
+from fastnet.exceptions import ConnectionClosedError, ProtocolError
 
 _parser_c: Any = None
 if not _compat.NO_EXTENSIONS:  # a pure build must not even import the compiled twin
