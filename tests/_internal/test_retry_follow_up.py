@@ -1,4 +1,6 @@
-"""``recover()`` (which network failures the core retries by itself) and the 408/503 status retries."""
+"""RetryAndFollowUpInterceptor: ``recover()`` (which network failures the core retries by itself), the
+408/503 status retries, and redirects (the method table, Location resolution, credential stripping,
+limits and bad input)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from fastnet.exceptions import (
     ReadTimeout,
     TlsVerificationError,
 )
-from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from fastnet.testing import MockResponse, MockServer, RecordedRequest, SocketPolicy
 
 DROP = SocketPolicy.DISCONNECT_AFTER_REQUEST
 
@@ -324,3 +326,423 @@ def test_recover_runs_in_the_loaded_build():
     with make_client() as client:
         kinds = {type(i).__module__ for i in client._core.interceptors}
         assert "fastnet._internal." + suffix in kinds
+
+
+# ================================================================================================= redirects
+
+REDIRECTS = (300, 301, 302, 303, 307, 308)
+BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PROPFIND", "QUERY", "FOO")
+
+
+@pytest.fixture
+def server2():
+    with MockServer() as s:
+        yield s
+
+
+@pytest.fixture
+def client():
+    with fastnet.Client(trust_env=False) as c:
+        yield c
+
+
+def redirect(location: str, status: int = 302, **headers: str) -> MockResponse:
+    return MockResponse(status, headers={"Location": location, **headers}, body=b"moved")
+
+
+def expected_after_redirect(method: str, status: int) -> tuple[str, bool]:
+    """(method of the follow-up, whether it keeps the body), as OkHttp's redirect table has it."""
+    if method in ("GET", "HEAD"):
+        return method, False
+    if method == "PROPFIND":
+        return method, True
+    if method == "QUERY":
+        return ("GET", False) if status == 303 else ("QUERY", True)
+    if status in (307, 308):
+        return method, True
+    return "GET", False
+
+
+# ------------------------------------------------------------------------------------------------ table
+
+
+@pytest.mark.parametrize("status", REDIRECTS)
+@pytest.mark.parametrize("method", ("GET", "HEAD") + BODY_METHODS)
+def test_redirects_method_table(server, client, method, status):
+    server.enqueue(redirect("/next", status), MockResponse(200, body=b"done"))
+    body = None if method in ("GET", "HEAD") else b"payload"
+    headers = {"Content-Type": "text/x-test", "X-Keep": "1"} if body else {"X-Keep": "1"}
+    r = client.request(method, server.url("/start"), headers=headers, body=body)
+    assert r.status_code == 200
+    assert [p.status_code for p in r.history] == [status]
+    first, second = server.take_request(), server.take_request()
+    assert first.method == method and first.path == "/start"
+    want_method, keeps_body = expected_after_redirect(method, status)
+    assert second.method == want_method and second.path == "/next"
+    assert second.header("X-Keep") == "1"
+    if keeps_body:
+        assert second.body == b"payload"
+        assert second.header("Content-Type") == "text/x-test"
+        assert second.header("Content-Length") == "7"
+    else:
+        assert second.body == b""
+        if body:
+            assert second.header("Content-Type") is None
+            assert second.header("Content-Length") is None
+            assert second.header("Transfer-Encoding") is None
+    assert second.connection_index == first.connection_index  # same host and port: same connection
+    assert_pool_clean(client)
+
+
+def test_redirects_bodyless_delete_on_307_stays_bodyless(server, client):
+    server.enqueue(redirect("/x", 307), MockResponse(204))
+    r = client.delete(server.url("/"))
+    assert r.status_code == 204
+    server.take_request()
+    again = server.take_request()
+    assert again.method == "DELETE" and again.body == b""
+
+
+def test_redirects_json_post_on_302_drops_content_type(server, client):
+    server.enqueue(redirect("/x", 302), MockResponse(200))
+    client.post(server.url("/"), json={"a": 1})
+    assert server.take_request().header("Content-Type") == "application/json"
+    second = server.take_request()
+    assert second.method == "GET" and second.header("Content-Type") is None and second.body == b""
+
+
+def test_redirects_one_shot_body_stops_307(server, client):
+    server.enqueue(redirect("/x", 307), MockResponse(200))
+    r = client.post(server.url("/"), body=iter([b"one", b"shot"]))
+    assert r.status_code == 307 and r.history == []
+    assert server.take_request().body == b"oneshot"
+    assert server.request_count == 1
+    assert_pool_clean(client)
+
+
+def test_redirects_one_shot_body_on_303_becomes_get(server, client):
+    server.enqueue(redirect("/x", 303), MockResponse(200))
+    r = client.post(server.url("/"), body=iter([b"data"]))
+    assert r.status_code == 200
+    server.take_request()
+    assert server.take_request().method == "GET"
+
+
+# ------------------------------------------------------------------------------------------------ history
+
+
+def test_redirects_history_and_prior_response(server, client):
+    server.enqueue(redirect("/b", 301), redirect("/c", 302), MockResponse(200, body=b"end"))
+    r = client.get(server.url("/a"))
+    assert r.text == "end"
+    assert [p.status_code for p in r.history] == [301, 302]
+    assert [str(p.url) for p in r.history] == [server.url("/a"), server.url("/b")]
+    assert r.prior_response.status_code == 302
+    assert r.prior_response.headers["Location"] == "/c"
+    with pytest.raises(RuntimeError):
+        _ = r.prior_response.content
+    assert str(r.url) == server.url("/c")
+
+
+# ------------------------------------------------------------------------------------------------ Location
+
+
+def test_redirects_relative_location_resolves_against_current_hop(server, client):
+    server.enqueue(redirect("/dir/a/"), redirect("../b?q=1"), MockResponse(200))
+    r = client.get(server.url("/start"))
+    assert str(r.url) == server.url("/dir/b?q=1")
+    assert [server.take_request().target for _ in range(3)] == ["/start", "/dir/a/", "/dir/b?q=1"]
+
+
+def test_redirects_scheme_relative_location(server, server2, client):
+    server.enqueue(redirect(f"//127.0.0.1:{server2.port}/other"))
+    server2.enqueue(MockResponse(200, body=b"2"))
+    r = client.get(server.url("/"))
+    assert r.text == "2" and str(r.url) == server2.url("/other")
+
+
+def test_redirects_location_with_spaces_is_encoded(server, client):
+    server.enqueue(redirect("/a b/c d"), MockResponse(200))
+    r = client.get(server.url("/"))
+    assert r.status_code == 200
+    server.take_request()
+    assert server.take_request().target == "/a%20b/c%20d"
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        "",
+        "   ",
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "JavaScript:alert(1)",
+        "ftp://127.0.0.1/x",
+        "data:text/html,hi",
+        "ws://127.0.0.1/x",
+        "http://exa mple.com/",
+        "http://" + "a" * 10_000 + "/",
+        "http://[::1/",
+        "http://127.0.0.1:99999/",
+        "http://127.0.0.1:-1/",
+        "http:///nohost",
+    ],
+)
+def test_redirects_bad_location_returns_the_3xx(server, client, location):
+    server.enqueue(redirect(location), MockResponse(200, body=b"should not be fetched"))
+    r = client.get(server.url("/"))
+    assert r.status_code == 302 and r.text == "moved" and r.history == []
+    assert server.take_request().path == "/"
+    assert_pool_clean(client)
+
+
+def test_redirects_missing_location_returns_the_3xx(server, client):
+    server.enqueue(MockResponse(301, body=b"no location"))
+    r = client.get(server.url("/"))
+    assert r.status_code == 301 and r.text == "no location"
+    assert not r.is_redirect
+    assert_pool_clean(client)
+
+
+def test_redirects_location_with_control_characters_never_crashes(server, client):
+    for raw_location in (b"/a\rb", b"/a\x00b", b"/a\x7fb"):
+        head = b"HTTP/1.1 302 Found\r\nLocation: " + raw_location + b"\r\nContent-Length: 0\r\n\r\n"
+        server.enqueue(MockResponse(raw=head), MockResponse(200, body=b"followed"))
+        try:
+            r = client.get(server.url("/"))
+        except ProtocolError:
+            pass  # the parser refused the header: also acceptable, no crash
+        else:
+            assert r.status_code == 302
+            assert r.history == []
+        client.connection_pool.evict_all()
+        # drop whatever the server did not serve
+        server.dispatcher = None
+        while True:
+            try:
+                server.take_request(timeout=0.05)
+            except TimeoutError:
+                break
+        assert_pool_clean(client)
+        with server._lock:
+            server._responses.clear()
+
+
+def test_redirects_long_path_location_does_not_crash(server, client):
+    server.enqueue(redirect("/" + "p" * 10_000), MockResponse(200))
+    try:
+        r = client.get(server.url("/"))
+    except fastnet.NetworkError:
+        pass
+    else:
+        assert r.status_code in (200, 400, 414, 431)
+    assert_pool_clean(client)
+
+
+def test_redirects_location_userinfo_is_not_kept_across_origins(server, server2, client):
+    server.enqueue(redirect(f"http://user:pw@127.0.0.1:{server2.port}/x"))
+    server2.enqueue(MockResponse(200))
+    r = client.get(server.url("/"), headers={"Authorization": "Basic c2VjcmV0"})
+    assert r.status_code == 200
+    assert r.url.username == "" and r.url.password == ""
+    rec = server2.take_request()
+    assert rec.header("Authorization") is None
+
+
+def test_redirects_repeated_location_last_wins(server, client):
+    server.enqueue(
+        MockResponse(302, headers=[("Location", "/first"), ("Location", "/second")]), MockResponse(200)
+    )
+    r = client.get(server.url("/"))
+    assert r.url.path == "/second"
+
+
+# ------------------------------------------------------------------------------------------------ credentials
+
+SECRET_HEADERS = {
+    "Authorization": "Bearer top-secret",
+    "Cookie": "session=abc",
+    "Proxy-Authorization": "Basic cHJveHk6cHc=",
+    "X-Auth-Token": "tok",
+    "X-Api-Key": "key",
+    "X-Harmless": "keep-me",
+}
+
+
+def _assert_stripped(rec: RecordedRequest, sent_host: str | None = None) -> None:
+    for name in ("Authorization", "Cookie", "Proxy-Authorization", "X-Auth-Token", "X-Api-Key"):
+        assert rec.header(name) is None, name
+    assert rec.header("X-Harmless") == "keep-me"
+    if sent_host is not None:
+        assert rec.header("Host") != sent_host
+
+
+def test_redirects_strip_credentials_same_host_other_port(server, server2):
+    with fastnet.Client(trust_env=False, sensitive_headers=["X-Auth-Token", "x-api-key"]) as client:
+        server.enqueue(redirect(server2.url("/landing")))
+        server2.enqueue(MockResponse(200))
+        headers = dict(SECRET_HEADERS, Host="victim.example")
+        r = client.get(server.url("/"), headers=headers)
+        assert r.status_code == 200
+        first = server.take_request()
+        assert first.header("Authorization") == "Bearer top-secret"
+        assert first.header("X-Auth-Token") == "tok"
+        assert first.header("Host") == "victim.example"
+        assert first.header("Proxy-Authorization") is None  # never sent to an origin at all
+        second = server2.take_request()
+        _assert_stripped(second, "victim.example")
+        assert second.header("Host") == f"127.0.0.1:{server2.port}"
+        assert_pool_clean(client)
+
+
+def test_redirects_strip_credentials_http_to_https_same_host_and_port():
+    with MockServer(tls=True) as server:
+        with fastnet.Client(
+            trust_env=False, verify=server.ca_path, sensitive_headers=["X-Auth-Token", "X-Api-Key"]
+        ) as client:
+            plain = f"http://127.0.0.1:{server.port}/"
+            server.enqueue(redirect(server.url("/secure")), MockResponse(200, body=b"tls"))
+            r = client.get(plain, headers=SECRET_HEADERS)
+            assert r.text == "tls" and r.url.scheme == "https"
+            first, second = server.take_request(), server.take_request()
+            assert not first.tls and second.tls
+            assert first.header("Authorization") == "Bearer top-secret"
+            _assert_stripped(second)
+            assert_pool_clean(client)
+
+
+def test_redirects_strip_credentials_cross_host():
+    with MockServer(host="127.0.0.1") as one, MockServer(host="127.0.0.2") as two:
+        with fastnet.Client(trust_env=False, sensitive_headers=("X-Auth-Token", "X-Api-Key")) as client:
+            one.enqueue(redirect(two.url("/")))
+            two.enqueue(MockResponse(200))
+            client.get(one.url("/"), headers=SECRET_HEADERS)
+            _assert_stripped(two.take_request())
+
+
+def test_redirects_without_sensitive_headers_option_custom_headers_travel(server, server2, client):
+    # the default is OkHttp's: only the standard credential headers are dropped
+    server.enqueue(redirect(server2.url("/")))
+    server2.enqueue(MockResponse(200))
+    client.get(server.url("/"), headers=SECRET_HEADERS)
+    rec = server2.take_request()
+    assert rec.header("Authorization") is None and rec.header("Cookie") is None
+    assert rec.header("X-Auth-Token") == "tok"
+
+
+def test_redirects_same_origin_keeps_credentials(server):
+    with fastnet.Client(trust_env=False, sensitive_headers=["X-Auth-Token"]) as client:
+        server.enqueue(redirect("/next"), MockResponse(200))
+        client.get(server.url("/"), headers=dict(SECRET_HEADERS, Host="named.example"))
+        server.take_request()
+        rec = server.take_request()
+        assert rec.header("Authorization") == "Bearer top-secret"
+        assert rec.header("Cookie") == "session=abc"
+        assert rec.header("X-Auth-Token") == "tok"
+        assert rec.header("Host") == "named.example"
+
+
+def test_redirects_cookie_jar_recomputed_per_hop():
+    with MockServer(host="127.0.0.1") as one, MockServer(host="127.0.0.2") as two:
+        jar = fastnet.MemoryCookieJar()
+        with fastnet.Client(trust_env=False, cookie_jar=jar) as client:
+            one.enqueue(
+                MockResponse(302, headers=[("Set-Cookie", "sid=one; Path=/"), ("Location", two.url("/x"))])
+            )
+            two.enqueue(redirect(one.url("/back")))
+            one.enqueue(MockResponse(200))
+            r = client.get(one.url("/"))
+            assert r.status_code == 200
+            assert one.take_request().header("Cookie") is None
+            assert two.take_request().header("Cookie") is None
+            assert one.take_request().header("Cookie") == "sid=one"
+
+
+# ------------------------------------------------------------------------------------------------ options
+
+
+def test_redirects_follow_redirects_false_returns_3xx(server):
+    with fastnet.Client(trust_env=False, follow_redirects=False) as client:
+        server.enqueue(redirect("/x"))
+        r = client.get(server.url("/"))
+        assert r.status_code == 302 and r.is_redirect
+        assert_pool_clean(client)
+
+
+def test_redirects_per_call_override_from_interceptor(server):
+    def follow(chain):
+        return chain.with_follow_redirects(chain.request.header("X-Follow") == "yes").proceed(chain.request)
+
+    with fastnet.Client(trust_env=False, follow_redirects=False, interceptors=[follow]) as client:
+        server.enqueue(redirect("/x"), MockResponse(200, body=b"followed"))
+        assert client.get(server.url("/"), headers={"X-Follow": "yes"}).text == "followed"
+        server.enqueue(redirect("/x"))
+        assert client.get(server.url("/"), headers={"X-Follow": "no"}).status_code == 302
+    with fastnet.Client(trust_env=False, follow_redirects=True, interceptors=[follow]) as client:
+        server.enqueue(redirect("/x"))
+        assert client.get(server.url("/"), headers={"X-Follow": "no"}).status_code == 302
+
+
+def test_redirects_follow_ssl_redirects_false():
+    with MockServer(tls=True) as server:
+        with fastnet.Client(trust_env=False, verify=server.ca_path, follow_ssl_redirects=False) as client:
+            server.enqueue(redirect(server.url("/secure")))
+            r = client.get(f"http://127.0.0.1:{server.port}/")
+            assert r.status_code == 302
+            # same scheme is still followed
+            server.enqueue(redirect("/again"), MockResponse(200))
+            assert client.get(server.url("/")).status_code == 200
+            assert_pool_clean(client)
+
+
+def test_redirects_20_follow_ups_succeed(server, client):
+    for i in range(20):
+        server.enqueue(redirect(f"/{i + 1}"))
+    server.enqueue(MockResponse(200, body=b"twenty"))
+    r = client.get(server.url("/0"))
+    assert r.text == "twenty" and len(r.history) == 20
+    assert_pool_clean(client)
+
+
+def test_redirects_21_follow_ups_raise(server, client):
+    for i in range(21):
+        server.enqueue(redirect(f"/{i + 1}"))
+    server.enqueue(MockResponse(200))
+    with pytest.raises(ProtocolError, match="Too many follow-up requests: 21"):
+        client.get(server.url("/0"))
+    assert sum(1 for _ in range(21) if server.take_request(timeout=1)) == 21
+    with pytest.raises(TimeoutError):
+        server.take_request(timeout=0.1)
+    assert_pool_clean(client)
+
+
+def test_redirects_max_follow_ups_option(server):
+    with fastnet.Client(trust_env=False, max_follow_ups=1) as client:
+        server.enqueue(redirect("/1"), MockResponse(200))
+        assert client.get(server.url("/")).status_code == 200
+        server.enqueue(redirect("/1"), redirect("/2"))
+        with pytest.raises(ProtocolError, match="Too many follow-up requests: 2"):
+            client.get(server.url("/"))
+        assert_pool_clean(client)
+
+
+def test_redirects_loop_between_two_hosts_is_bounded(server, server2, client):
+    server.dispatcher = lambda rec: redirect(server2.url("/b"))
+    server2.dispatcher = lambda rec: redirect(server.url("/a"))
+    with pytest.raises(ProtocolError, match="21"):
+        client.get(server.url("/a"))
+    assert server.request_count + server2.request_count == 21
+    assert_pool_clean(client)
+
+
+def test_redirects_events_follow_up_decisions(server):
+    seen = []
+
+    class Listener(fastnet.EventListener):
+        def follow_up_decision(self, call, response, next_request):
+            seen.append((response.status_code, None if next_request is None else next_request.url.path))
+
+    with fastnet.Client(trust_env=False, event_listener=Listener()) as client:
+        server.enqueue(redirect("/b"), MockResponse(200))
+        client.get(server.url("/a"))
+    assert seen == [(302, "/b"), (200, None)]
