@@ -7,7 +7,11 @@ run is skipped in a pure build and when the extension was not built (an error in
 
 ``server`` is a fresh ``MockServer`` per test and ``client`` a client that trusts nothing from the
 environment; ``tls_server`` and ``tls_client`` are their HTTPS counterparts (the client trusts the
-server's test CA).
+server's test CA). ``fast_client`` is ``client`` with 5 s connect and read timeouts instead of 10 s, so
+a test whose server stops answering fails sooner. ``make_client(**options)`` and
+``make_fast_client(**options)`` build those two kinds of client with more options, for a test that
+opens its own (``with make_client(proxy=...) as client:``); ``assert_pool_clean(client)`` checks that
+no call left a connection in use.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator
 from types import ModuleType
+from typing import Any
 
 import pytest
 from testbed import testbed  # noqa: F401  (session fixture: nginx, squid, dante, unbound, dnsdist)
@@ -55,9 +60,34 @@ def server() -> Iterator[MockServer]:
         yield s
 
 
+def make_client(**options: Any) -> fastnet.Client:
+    """A client that ignores the proxy environment variables (``trust_env=False``), with ``options``."""
+    options.setdefault("trust_env", False)
+    return fastnet.Client(**options)
+
+
+def make_fast_client(**options: Any) -> fastnet.Client:
+    """``make_client`` with 5 s connect and read timeouts (the defaults are 10 s), with ``options``."""
+    options.setdefault("connect_timeout", 5)
+    options.setdefault("read_timeout", 5)
+    return make_client(**options)
+
+
+def assert_pool_clean(client: fastnet.Client) -> None:
+    """No connection of ``client``'s pool is in use: every call gave its connection back or closed it."""
+    pool = client.connection_pool
+    assert pool.connection_count() == pool.idle_connection_count()
+
+
 @pytest.fixture
 def client() -> Iterator[fastnet.Client]:
-    with fastnet.Client(trust_env=False) as c:
+    with make_client() as c:
+        yield c
+
+
+@pytest.fixture
+def fast_client() -> Iterator[fastnet.Client]:
+    with make_fast_client() as c:
         yield c
 
 
@@ -69,5 +99,5 @@ def tls_server() -> Iterator[MockServer]:
 
 @pytest.fixture
 def tls_client(tls_server: MockServer) -> Iterator[fastnet.Client]:
-    with fastnet.Client(trust_env=False, verify=tls_server.ca_path) as c:
+    with make_client(verify=tls_server.ca_path) as c:
         yield c

@@ -6,6 +6,7 @@ import base64
 import pickle
 
 import pytest
+from conftest import assert_pool_clean, make_client
 
 import fastnet
 from fastnet import Authenticator, BasicAuthenticator, Challenge, Credentials
@@ -14,22 +15,6 @@ from fastnet.exceptions import ProtocolError, ProxyError
 from fastnet.testing import MockResponse, MockServer
 
 GOOD = Credentials.basic("alice", "s3cret")
-
-
-@pytest.fixture
-def server():
-    with MockServer() as s:
-        yield s
-
-
-def make_client(**options):
-    options.setdefault("trust_env", False)
-    return fastnet.Client(**options)
-
-
-def assert_pool_clean(client: fastnet.Client) -> None:
-    pool = client.connection_pool
-    assert pool.connection_count() == pool.idle_connection_count()
 
 
 def challenge_401(value: str | None = 'Basic realm="api"') -> MockResponse:

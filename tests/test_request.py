@@ -5,25 +5,12 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 
 import pytest
 
 import fastnet
 from fastnet import Request, RequestBody
 from fastnet.testing import MockResponse, MockServer
-
-
-@pytest.fixture
-def server() -> Iterator[MockServer]:
-    with MockServer() as s:
-        yield s
-
-
-@pytest.fixture
-def client() -> Iterator[fastnet.Client]:
-    with fastnet.Client(trust_env=False, read_timeout=5, connect_timeout=5) as c:
-        yield c
 
 
 def test_request_fields_and_defaults() -> None:
@@ -103,22 +90,24 @@ def test_request_json() -> None:
         Request("POST", "http://h/", body=b"x", json={"a": 1})
 
 
-def test_request_header_injection_rejected_before_sending(server: MockServer, client: fastnet.Client) -> None:
+def test_request_header_injection_rejected_before_sending(
+    server: MockServer, fast_client: fastnet.Client
+) -> None:
     with pytest.raises(ValueError, match="X-Evil"):
-        client.get(server.url("/"), headers={"X-Evil": "a\r\nInjected: 1"})
+        fast_client.get(server.url("/"), headers={"X-Evil": "a\r\nInjected: 1"})
     with pytest.raises(ValueError):
-        client.get(server.url("/") + "\r\nInjected: 1")
+        fast_client.get(server.url("/") + "\r\nInjected: 1")
     assert server.request_count == 0 and server.connection_count == 0
 
 
-def test_request_bodies_sent_on_the_wire(server: MockServer, client: fastnet.Client) -> None:
+def test_request_bodies_sent_on_the_wire(server: MockServer, fast_client: fastnet.Client) -> None:
     for _ in range(5):
         server.enqueue(MockResponse(200))
-    client.post(server.url("/b"), body=b"bytes")
-    client.post(server.url("/s"), body="str")
-    client.put(server.url("/f"), body=io.BytesIO(b"file"))
-    client.patch(server.url("/i"), body=iter([b"it", b"er"]))
-    client.post(server.url("/j"), json={"k": 1})
+    fast_client.post(server.url("/b"), body=b"bytes")
+    fast_client.post(server.url("/s"), body="str")
+    fast_client.put(server.url("/f"), body=io.BytesIO(b"file"))
+    fast_client.patch(server.url("/i"), body=iter([b"it", b"er"]))
+    fast_client.post(server.url("/j"), json={"k": 1})
     recs = [server.take_request() for _ in range(5)]
     assert [r.body for r in recs] == [b"bytes", b"str", b"file", b"iter", b'{"k":1}']
     assert recs[0].header("content-length") == "5"
@@ -126,8 +115,8 @@ def test_request_bodies_sent_on_the_wire(server: MockServer, client: fastnet.Cli
     assert recs[4].header("content-type") == "application/json"
 
 
-def test_request_large_body(server: MockServer, client: fastnet.Client) -> None:
+def test_request_large_body(server: MockServer, fast_client: fastnet.Client) -> None:
     data = bytes(range(256)) * 2048  # 512 KiB: larger than the single-sendall limit
     server.enqueue(MockResponse(200))
-    assert client.post(server.url("/"), body=data).status_code == 200
+    assert fast_client.post(server.url("/"), body=data).status_code == 200
     assert server.take_request().body == data

@@ -8,28 +8,18 @@ import threading
 import time
 
 import pytest
+from conftest import assert_pool_clean, make_client
 
 import fastnet
 from fastnet import Retry
 from fastnet.exceptions import CallTimeout, CanceledError, ConnectError, ConnectionClosedError, ReadTimeout
 from fastnet.retry import RequestHistory, parse_retry_after
-from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from fastnet.testing import MockResponse, SocketPolicy
 
 
-@pytest.fixture
-def server():
-    with MockServer() as s:
-        yield s
-
-
-def make_client(retry: Retry, **options):
-    options.setdefault("trust_env", False)
-    return fastnet.Client(interceptors=[retry], **options)
-
-
-def assert_pool_clean(client: fastnet.Client) -> None:
-    pool = client.connection_pool
-    assert pool.connection_count() == pool.idle_connection_count()
+def retrying_client(retry: Retry, **options):
+    """``make_client`` with ``retry`` as its one application interceptor."""
+    return make_client(interceptors=[retry], **options)
 
 
 # ------------------------------------------------------------------------------------------------ policy
@@ -152,7 +142,7 @@ def test_retry_policy_parse_retry_after():
 
 def test_retry_policy_503_twice_then_200_with_backoff(server):
     retry = Retry(total=3, backoff_factor=0.05, status_forcelist={503})
-    with make_client(retry) as client:
+    with retrying_client(retry) as client:
         server.enqueue(
             MockResponse(503, body=b"busy"), MockResponse(503, body=b"busy"), MockResponse(200, body=b"ok")
         )
@@ -170,7 +160,7 @@ def test_retry_policy_503_twice_then_200_with_backoff(server):
 
 
 def test_retry_policy_gives_up_after_total(server):
-    with make_client(Retry(total=2, status_forcelist={500})) as client:
+    with retrying_client(Retry(total=2, status_forcelist={500})) as client:
         server.dispatcher = lambda rec: MockResponse(500, body=b"broken")
         r = client.get(server.url("/"))
         assert r.status_code == 500 and r.text == "broken"
@@ -179,24 +169,24 @@ def test_retry_policy_gives_up_after_total(server):
 
 
 def test_retry_policy_total_zero_never_retries(server):
-    with make_client(Retry(total=0, status_forcelist={500})) as client:
+    with retrying_client(Retry(total=0, status_forcelist={500})) as client:
         server.dispatcher = lambda rec: MockResponse(500)
         assert client.get(server.url("/")).status_code == 500
         assert server.request_count == 1
 
 
 def test_retry_policy_other_status_returned_at_once(server):
-    with make_client(Retry(status_forcelist={503})) as client:
+    with retrying_client(Retry(status_forcelist={503})) as client:
         server.enqueue(MockResponse(404))
         assert client.get(server.url("/")).status_code == 404 and server.request_count == 1
 
 
 def test_retry_policy_post_not_retried_by_default(server):
-    with make_client(Retry(status_forcelist={503})) as client:
+    with retrying_client(Retry(status_forcelist={503})) as client:
         server.enqueue(MockResponse(503), MockResponse(200))
         assert client.post(server.url("/"), body=b"order").status_code == 503
         assert server.request_count == 1
-    with make_client(Retry(status_forcelist={503}, allowed_methods={"POST"})) as client:
+    with retrying_client(Retry(status_forcelist={503}, allowed_methods={"POST"})) as client:
         server.enqueue(MockResponse(200))
         assert client.post(server.url("/"), body=b"order").status_code == 200
         server.take_request()
@@ -204,7 +194,7 @@ def test_retry_policy_post_not_retried_by_default(server):
 
 
 def test_retry_policy_never_replays_one_shot_body(server):
-    with make_client(Retry(status_forcelist={503})) as client:
+    with retrying_client(Retry(status_forcelist={503})) as client:
         server.enqueue(MockResponse(503), MockResponse(200))
         r = client.put(server.url("/"), body=iter([b"stream"]))
         assert r.status_code == 503 and server.request_count == 1
@@ -212,7 +202,7 @@ def test_retry_policy_never_replays_one_shot_body(server):
 
 
 def test_retry_policy_retry_after_seconds(server):
-    with make_client(Retry(total=1)) as client:
+    with retrying_client(Retry(total=1)) as client:
         server.enqueue(MockResponse(429, headers={"Retry-After": "1"}), MockResponse(200))
         start = time.monotonic()
         r = client.get(server.url("/"))
@@ -221,7 +211,7 @@ def test_retry_policy_retry_after_seconds(server):
 
 
 def test_retry_policy_retry_after_http_date(server):
-    with make_client(Retry(total=1, backoff_factor=50)) as client:
+    with retrying_client(Retry(total=1, backoff_factor=50)) as client:
         past = email.utils.formatdate(time.time() - 3600, usegmt=True)
         server.enqueue(MockResponse(503, headers={"Retry-After": past}), MockResponse(200))
         start = time.monotonic()
@@ -236,7 +226,7 @@ def test_retry_policy_retry_after_http_date(server):
 
 @pytest.mark.parametrize("value", ["99999999999999999999999", "-5", "garbage", "1.5", ""])
 def test_retry_policy_bad_retry_after_never_crashes(server, value):
-    with make_client(Retry(total=1, status_forcelist={503}, backoff_max=1)) as client:
+    with retrying_client(Retry(total=1, status_forcelist={503}, backoff_max=1)) as client:
         server.enqueue(MockResponse(503, headers={"Retry-After": value}), MockResponse(200))
         r = client.get(server.url("/"))
         assert r.status_code in (200, 503)
@@ -246,13 +236,13 @@ def test_retry_policy_bad_retry_after_never_crashes(server, value):
 
 
 def test_retry_policy_respect_retry_after_off(server):
-    with make_client(Retry(total=1, respect_retry_after=False)) as client:
+    with retrying_client(Retry(total=1, respect_retry_after=False)) as client:
         server.enqueue(MockResponse(503, headers={"Retry-After": "3"}), MockResponse(200))
         assert client.get(server.url("/")).status_code == 503
 
 
 def test_retry_policy_cancel_interrupts_the_wait(server):
-    with make_client(Retry(total=1, backoff_factor=60, status_forcelist={503})) as client:
+    with retrying_client(Retry(total=1, backoff_factor=60, status_forcelist={503})) as client:
         server.enqueue(MockResponse(503), MockResponse(200))
         call = client.new_call(fastnet.Request("GET", server.url("/")))
         timer = threading.Timer(0.2, call.cancel)
@@ -269,7 +259,9 @@ def test_retry_policy_cancel_interrupts_the_wait(server):
 
 
 def test_retry_policy_call_timeout_interrupts_the_wait(server):
-    with make_client(Retry(total=1, backoff_factor=60, status_forcelist={503}), call_timeout=0.3) as client:
+    with retrying_client(
+        Retry(total=1, backoff_factor=60, status_forcelist={503}), call_timeout=0.3
+    ) as client:
         server.enqueue(MockResponse(503), MockResponse(200))
         start = time.monotonic()
         with pytest.raises(CallTimeout):
@@ -285,7 +277,7 @@ def test_retry_policy_network_failure_retried_and_reported(server):
         def retry_decision(self, call, error, retry):
             decisions.append((type(error).__name__, retry))
 
-    with make_client(Retry(total=2), event_listener=Listener()) as client:
+    with retrying_client(Retry(total=2), event_listener=Listener()) as client:
         server.enqueue(
             MockResponse(200, policy=SocketPolicy.DISCONNECT_AFTER_REQUEST), MockResponse(200, body=b"ok")
         )
@@ -297,7 +289,7 @@ def test_retry_policy_network_failure_retried_and_reported(server):
 
 
 def test_retry_policy_network_failure_post_not_retried(server):
-    with make_client(Retry(total=2)) as client:
+    with retrying_client(Retry(total=2)) as client:
         server.enqueue(MockResponse(200, policy=SocketPolicy.DISCONNECT_AFTER_REQUEST), MockResponse(200))
         with pytest.raises(ConnectionClosedError):
             client.post(server.url("/"), body=b"order")
@@ -309,7 +301,7 @@ def test_retry_policy_connect_errors_listed_in_recovered():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound but not listening: connections are refused
-        with make_client(Retry(total=2)) as client:
+        with retrying_client(Retry(total=2)) as client:
             with pytest.raises(ConnectError) as info:
                 client.get(f"http://127.0.0.1:{port}/")
             assert len(info.value.recovered) == 2
@@ -318,20 +310,20 @@ def test_retry_policy_connect_errors_listed_in_recovered():
 
 
 def test_retry_policy_timeouts_only_with_retry_on_timeout(server):
-    with make_client(Retry(total=1), read_timeout=0.2) as client:
+    with retrying_client(Retry(total=1), read_timeout=0.2) as client:
         server.enqueue(MockResponse(200, policy=SocketPolicy.NO_RESPONSE))
         with pytest.raises(ReadTimeout):
             client.get(server.url("/"))
         assert server.request_count == 1
         assert_pool_clean(client)
-    with make_client(Retry(total=1, retry_on_timeout=True), read_timeout=0.2) as client:
+    with retrying_client(Retry(total=1, retry_on_timeout=True), read_timeout=0.2) as client:
         server.enqueue(MockResponse(200, policy=SocketPolicy.NO_RESPONSE), MockResponse(200, body=b"second"))
         assert client.get(server.url("/")).text == "second"
         assert_pool_clean(client)
 
 
 def test_retry_policy_history_includes_redirects_inside_attempts(server):
-    with make_client(Retry(total=1, status_forcelist={503})) as client:
+    with retrying_client(Retry(total=1, status_forcelist={503})) as client:
         server.enqueue(
             MockResponse(302, headers={"Location": "/b"}),
             MockResponse(503),
@@ -346,7 +338,7 @@ def test_retry_policy_history_includes_redirects_inside_attempts(server):
 
 def test_retry_policy_shared_between_clients_is_not_consumed(server):
     retry = Retry(total=1, status_forcelist={503})
-    with make_client(retry) as one, make_client(retry) as two:
+    with retrying_client(retry) as one, retrying_client(retry) as two:
         for client in (one, two, one):
             server.enqueue(MockResponse(503), MockResponse(200))
             assert client.get(server.url("/")).status_code == 200

@@ -9,6 +9,7 @@ import socket
 import threading
 
 import pytest
+from conftest import assert_pool_clean, make_client
 
 import fastnet
 from fastnet.exceptions import (
@@ -24,28 +25,12 @@ from fastnet.testing import MockResponse, MockServer, RecordedRequest, SocketPol
 DROP = SocketPolicy.DISCONNECT_AFTER_REQUEST
 
 
-@pytest.fixture
-def server():
-    with MockServer() as s:
-        yield s
-
-
 class Decisions(fastnet.EventListener):
     def __init__(self) -> None:
         self.retry: list[tuple[str, bool]] = []
 
     def retry_decision(self, call, error, retry):
         self.retry.append((type(error).__name__, retry))
-
-
-def make_client(**options):
-    options.setdefault("trust_env", False)
-    return fastnet.Client(**options)
-
-
-def assert_pool_clean(client: fastnet.Client) -> None:
-    pool = client.connection_pool
-    assert pool.connection_count() == pool.idle_connection_count()
 
 
 def warm_up(client: fastnet.Client, server: MockServer) -> None:
@@ -338,12 +323,6 @@ BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PROPFIND", "QUERY"
 def server2():
     with MockServer() as s:
         yield s
-
-
-@pytest.fixture
-def client():
-    with fastnet.Client(trust_env=False) as c:
-        yield c
 
 
 def redirect(location: str, status: int = 302, **headers: str) -> MockResponse:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from conftest import assert_pool_clean
 
 import fastnet
 from fastnet import BasicAuthenticator
@@ -12,11 +13,6 @@ from fastnet.exceptions import ProxyError
 from fastnet.testing import MockResponse, MockServer
 
 pytestmark = pytest.mark.testbed
-
-
-def assert_pool_clean(client: fastnet.Client) -> None:
-    pool = client.connection_pool
-    assert pool.connection_count() == pool.idle_connection_count()
 
 
 def squid(testbed: Any) -> fastnet.Proxy:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import assert_pool_clean
 
 import fastnet
 from fastnet import BasicAuthenticator, Proxy, ProxyType
@@ -83,11 +84,6 @@ def squid_logged(testbed: Any, offset: int | None, needle: str, timeout: float =
             break
         time.sleep(0.025)
     return lines
-
-
-def assert_pool_clean(client: fastnet.Client) -> None:
-    pool = client.connection_pool
-    assert pool.connection_count() == pool.idle_connection_count()
 
 
 def via_squid(response: Any) -> bool:

@@ -6,10 +6,9 @@ from __future__ import annotations
 import ssl
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
+from conftest import make_fast_client
 from fakes import FakeDns, RecordingListener
 
 import fastnet
@@ -18,101 +17,88 @@ from fastnet.testing import MockResponse, MockServer, SocketPolicy
 pytest.importorskip("trustme")
 
 
-@pytest.fixture
-def server() -> Iterator[MockServer]:
-    with MockServer(tls=True) as s:
-        yield s
-
-
-def _client(**options: Any) -> fastnet.Client:
-    options.setdefault("trust_env", False)
-    options.setdefault("read_timeout", 5)
-    options.setdefault("connect_timeout", 5)
-    return fastnet.Client(**options)
-
-
-def test_tls_verify_with_ca_path(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"secure"))
-    assert server.ca_path is not None
-    with _client(verify=server.ca_path) as client:
-        r = client.get(server.url("/"))
+def test_tls_verify_with_ca_path(tls_server: MockServer) -> None:
+    tls_server.enqueue(MockResponse(200, body=b"secure"))
+    assert tls_server.ca_path is not None
+    with make_fast_client(verify=tls_server.ca_path) as client:
+        r = client.get(tls_server.url("/"))
     assert r.content == b"secure"
-    rec = server.take_request()
+    rec = tls_server.take_request()
     assert rec.tls
 
 
-def test_tls_verify_with_ssl_context(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"ctx"), MockResponse(200, body=b"again"))
-    with _client(verify=server.client_ssl_context()) as client:
-        assert client.get(server.url("/")).content == b"ctx"
-        assert client.get(server.url("/")).content == b"again"
+def test_tls_verify_with_ssl_context(tls_server: MockServer) -> None:
+    tls_server.enqueue(MockResponse(200, body=b"ctx"), MockResponse(200, body=b"again"))
+    with make_fast_client(verify=tls_server.client_ssl_context()) as client:
+        assert client.get(tls_server.url("/")).content == b"ctx"
+        assert client.get(tls_server.url("/")).content == b"again"
         assert client.connection_pool.connection_count() == 1
-    assert server.take_request().connection_index == server.take_request().connection_index
+    assert tls_server.take_request().connection_index == tls_server.take_request().connection_index
 
 
-def test_tls_verify_false_accepts_untrusted(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"whatever"))
-    with _client(verify=False) as client:
-        assert client.get(server.url("/")).content == b"whatever"
+def test_tls_verify_false_accepts_untrusted(tls_server: MockServer) -> None:
+    tls_server.enqueue(MockResponse(200, body=b"whatever"))
+    with make_fast_client(verify=False) as client:
+        assert client.get(tls_server.url("/")).content == b"whatever"
 
 
-def test_tls_untrusted_ca_is_verification_error(server: MockServer) -> None:
-    with _client() as client:  # certifi's bundle does not know the test CA
+def test_tls_untrusted_ca_is_verification_error(tls_server: MockServer) -> None:
+    with make_fast_client() as client:  # certifi's bundle does not know the test CA
         with pytest.raises(fastnet.TlsVerificationError) as info:
-            client.get(server.url("/x"))
+            client.get(tls_server.url("/x"))
         assert client.connection_pool.connection_count() == 0
     exc = info.value
     assert isinstance(exc, fastnet.TlsError) and exc.phase == "tls"
-    assert exc.url is not None and exc.url.origin == fastnet.URL(server.url("/x")).origin
-    assert server.request_count == 0
+    assert exc.url is not None and exc.url.origin == fastnet.URL(tls_server.url("/x")).origin
+    assert tls_server.request_count == 0
 
 
-def test_tls_other_ca_is_verification_error(server: MockServer) -> None:
+def test_tls_other_ca_is_verification_error(tls_server: MockServer) -> None:
     with MockServer(tls=True) as other:
         assert other.ca_path is not None
-        with _client(verify=other.ca_path) as client:
+        with make_fast_client(verify=other.ca_path) as client:
             with pytest.raises(fastnet.TlsVerificationError):
-                client.get(server.url("/"))
+                client.get(tls_server.url("/"))
 
 
-def test_tls_hostname_mismatch(server: MockServer) -> None:
+def test_tls_hostname_mismatch(tls_server: MockServer) -> None:
     dns = FakeDns({"wrong-name.invalid": ["127.0.0.1"]})
-    with _client(verify=server.ca_path, dns=dns) as client:
+    with make_fast_client(verify=tls_server.ca_path, dns=dns) as client:
         with pytest.raises(fastnet.TlsVerificationError, match="wrong-name.invalid") as info:
-            client.get(server.url("/", host="wrong-name.invalid"))
+            client.get(tls_server.url("/", host="wrong-name.invalid"))
     assert info.value.phase == "tls"
-    assert server.request_count == 0
+    assert tls_server.request_count == 0
 
 
-def test_tls_hostname_mismatch_allowed_with_verify_false(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"ok"))
+def test_tls_hostname_mismatch_allowed_with_verify_false(tls_server: MockServer) -> None:
+    tls_server.enqueue(MockResponse(200, body=b"ok"))
     dns = FakeDns({"wrong-name.invalid": ["127.0.0.1"]})
-    with _client(verify=False, dns=dns) as client:
-        assert client.get(server.url("/", host="wrong-name.invalid")).content == b"ok"
+    with make_fast_client(verify=False, dns=dns) as client:
+        assert client.get(tls_server.url("/", host="wrong-name.invalid")).content == b"ok"
 
 
-def test_tls_sni_sent_for_names(server: MockServer) -> None:
-    server.enqueue(MockResponse(200))
+def test_tls_sni_sent_for_names(tls_server: MockServer) -> None:
+    tls_server.enqueue(MockResponse(200))
     dns = FakeDns({"app.test": ["127.0.0.1"]})
-    with _client(verify=server.ca_path, dns=dns) as client:
-        client.get(server.url("/", host="app.test"))
-    rec = server.take_request()
+    with make_fast_client(verify=tls_server.ca_path, dns=dns) as client:
+        client.get(tls_server.url("/", host="app.test"))
+    rec = tls_server.take_request()
     assert rec.server_name == "app.test"
-    assert rec.header("host") == f"app.test:{server.port}"
+    assert rec.header("host") == f"app.test:{tls_server.port}"
 
 
-def test_tls_no_sni_for_ip_literals(server: MockServer) -> None:
-    server.enqueue(MockResponse(200))
-    with _client(verify=server.ca_path) as client:
-        client.get(server.url("/"))
-    assert server.take_request().server_name is None  # RFC 6066 §3: no IP addresses in SNI
+def test_tls_no_sni_for_ip_literals(tls_server: MockServer) -> None:
+    tls_server.enqueue(MockResponse(200))
+    with make_fast_client(verify=tls_server.ca_path) as client:
+        client.get(tls_server.url("/"))
+    assert tls_server.take_request().server_name is None  # RFC 6066 §3: no IP addresses in SNI
 
 
-def test_tls_alpn_and_version_events(server: MockServer) -> None:
+def test_tls_alpn_and_version_events(tls_server: MockServer) -> None:
     recorder = RecordingListener()
-    server.enqueue(MockResponse(200))
-    with _client(verify=server.ca_path, event_listener=recorder) as client:
-        client.get(server.url("/"))
+    tls_server.enqueue(MockResponse(200))
+    with make_fast_client(verify=tls_server.ca_path, event_listener=recorder) as client:
+        client.get(tls_server.url("/"))
     names = recorder.names()
     assert names.index("connect_start") < names.index("secure_connect_start")
     assert names.index("secure_connect_start") < names.index("secure_connect_end")
@@ -121,7 +107,7 @@ def test_tls_alpn_and_version_events(server: MockServer) -> None:
     assert version is not None and version.startswith("TLS")
 
 
-def test_tls_session_reused_on_second_connection(server: MockServer) -> None:
+def test_tls_session_reused_on_second_connection(tls_server: MockServer) -> None:
     reused: list[bool] = []
 
     def network(chain: fastnet.Chain) -> fastnet.Response:
@@ -131,45 +117,45 @@ def test_tls_session_reused_on_second_connection(server: MockServer) -> None:
         return chain.proceed(chain.request)
 
     # TLS 1.2 makes the session available right after the handshake (a TLS 1.3 ticket arrives later)
-    context = server.client_ssl_context()
+    context = tls_server.client_ssl_context()
     context.maximum_version = ssl.TLSVersion.TLSv1_2
-    server.enqueue(MockResponse(200), MockResponse(200))
-    with _client(verify=context, network_interceptors=[network]) as client:
-        client.get(server.url("/"), headers={"Connection": "close"})
-        client.get(server.url("/"))
+    tls_server.enqueue(MockResponse(200), MockResponse(200))
+    with make_fast_client(verify=context, network_interceptors=[network]) as client:
+        client.get(tls_server.url("/"), headers={"Connection": "close"})
+        client.get(tls_server.url("/"))
     assert reused == [False, True]
-    assert server.take_request().connection_index != server.take_request().connection_index
+    assert tls_server.take_request().connection_index != tls_server.take_request().connection_index
 
 
-def test_tls_large_body(server: MockServer) -> None:
+def test_tls_large_body(tls_server: MockServer) -> None:
     body = bytes(range(256)) * 4096  # 1 MiB
-    server.enqueue(MockResponse(200, body=body), MockResponse(200, body=b"small"))
-    with _client(verify=server.ca_path) as client:
-        assert client.get(server.url("/")).content == body
-        assert client.get(server.url("/")).content == b"small"
-    assert server.take_request().connection_index == server.take_request().connection_index
+    tls_server.enqueue(MockResponse(200, body=body), MockResponse(200, body=b"small"))
+    with make_fast_client(verify=tls_server.ca_path) as client:
+        assert client.get(tls_server.url("/")).content == body
+        assert client.get(tls_server.url("/")).content == b"small"
+    assert tls_server.take_request().connection_index == tls_server.take_request().connection_index
 
 
-def test_tls_read_timeout(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, policy=SocketPolicy.NO_RESPONSE))
-    with _client(verify=server.ca_path, read_timeout=0.3) as client:
+def test_tls_read_timeout(tls_server: MockServer) -> None:
+    tls_server.enqueue(MockResponse(200, policy=SocketPolicy.NO_RESPONSE))
+    with make_fast_client(verify=tls_server.ca_path, read_timeout=0.3) as client:
         with pytest.raises(fastnet.ReadTimeout) as info:
-            client.get(server.url("/"))
+            client.get(tls_server.url("/"))
         assert client.connection_pool.connection_count() == 0
     assert info.value.phase == "read"
 
 
-def test_tls_read_timeout_mid_body(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"x" * 10_000, policy=SocketPolicy.STALL_BODY))
-    with _client(verify=server.ca_path, read_timeout=0.3) as client:
+def test_tls_read_timeout_mid_body(tls_server: MockServer) -> None:
+    tls_server.enqueue(MockResponse(200, body=b"x" * 10_000, policy=SocketPolicy.STALL_BODY))
+    with make_fast_client(verify=tls_server.ca_path, read_timeout=0.3) as client:
         with pytest.raises(fastnet.ReadTimeout):
-            client.get(server.url("/"))
+            client.get(tls_server.url("/"))
 
 
-def test_tls_cancel_from_another_thread(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, policy=SocketPolicy.NO_RESPONSE))
-    with _client(verify=server.ca_path, read_timeout=10) as client:
-        call = client.new_call(fastnet.Request("GET", server.url("/")))
+def test_tls_cancel_from_another_thread(tls_server: MockServer) -> None:
+    tls_server.enqueue(MockResponse(200, policy=SocketPolicy.NO_RESPONSE))
+    with make_fast_client(verify=tls_server.ca_path, read_timeout=10) as client:
+        call = client.new_call(fastnet.Request("GET", tls_server.url("/")))
         timer = threading.Timer(0.2, call.cancel)
         timer.start()
         try:
@@ -179,15 +165,15 @@ def test_tls_cancel_from_another_thread(server: MockServer) -> None:
             timer.join()
 
 
-def test_tls_peer_closed_while_idle_is_detected(server: MockServer) -> None:
-    server.enqueue(
+def test_tls_peer_closed_while_idle_is_detected(tls_server: MockServer) -> None:
+    tls_server.enqueue(
         MockResponse(200, body=b"1", policy=SocketPolicy.CLOSE_AFTER_RESPONSE), MockResponse(200, body=b"2")
     )
-    with _client(verify=server.ca_path, retry_on_connection_failure=False) as client:
-        assert client.get(server.url("/")).content == b"1"
+    with make_fast_client(verify=tls_server.ca_path, retry_on_connection_failure=False) as client:
+        assert client.get(tls_server.url("/")).content == b"1"
         time.sleep(1.2)  # past the idle time after which a pooled connection is probed before reuse
-        assert client.get(server.url("/")).content == b"2"
-    assert server.take_request().connection_index != server.take_request().connection_index
+        assert client.get(tls_server.url("/")).content == b"2"
+    assert tls_server.take_request().connection_index != tls_server.take_request().connection_index
 
 
 def test_tls_handshake_timeout_when_server_does_not_speak_tls() -> None:
@@ -198,7 +184,7 @@ def test_tls_handshake_timeout_when_server_does_not_speak_tls() -> None:
 
         def run() -> None:
             try:
-                with _client(verify=False, connect_timeout=0.3, read_timeout=0.3) as client:
+                with make_fast_client(verify=False, connect_timeout=0.3, read_timeout=0.3) as client:
                     client.get(url)
                 outcome.append(None)
             except BaseException as exc:  # noqa: BLE001 - inspected below

@@ -9,6 +9,7 @@ import base64
 from typing import Any
 
 import pytest
+from conftest import assert_pool_clean, make_fast_client
 
 import fastnet
 from fastnet import BasicAuthenticator, Proxy
@@ -19,18 +20,11 @@ PROXY_CREDS = "Basic " + base64.b64encode(b"puser:ppass").decode()
 
 
 def client_for(proxy_server: MockServer, **options: Any) -> fastnet.Client:
-    options.setdefault("trust_env", False)
+    """``make_fast_client`` whose proxy is ``proxy_server`` (trusted when it speaks TLS)."""
     options.setdefault("proxy", Proxy.http("127.0.0.1", proxy_server.port))
-    options.setdefault("connect_timeout", 5)
-    options.setdefault("read_timeout", 5)
     if proxy_server.tls:
         options.setdefault("verify", proxy_server.client_ssl_context())
-    return fastnet.Client(**options)
-
-
-def assert_pool_clean(client: fastnet.Client) -> None:
-    pool = client.connection_pool
-    assert pool.connection_count() == pool.idle_connection_count()
+    return make_fast_client(**options)
 
 
 class CountingAuthenticator:
