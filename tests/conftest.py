@@ -3,7 +3,8 @@
 ``twins`` (multidict's pattern) gives a test the pure (``py``) and the compiled (``c``) twin of a unit
 side by side: ``twins("fastnet.route")`` is ``fastnet._route_py`` or ``fastnet._route_c``. The compiled
 run is skipped in a pure build and when the extension was not built (an error instead when
-``FASTNET_REQUIRE_EXTENSIONS=1``), so a pure build never imports a compiled module.
+``FASTNET_REQUIRE_EXTENSIONS=1``), so a pure build never imports a compiled module. A test that compares
+the twins within one run takes them all from ``available_twins(dispatcher)``.
 
 ``server`` is a fresh ``MockServer`` per test and ``client`` a client that trusts nothing from the
 environment; ``tls_server`` and ``tls_client`` are their HTTPS counterparts (the client trusts the
@@ -31,20 +32,46 @@ from fastnet.testing import MockServer
 Twins = Callable[[str], ModuleType]
 
 
+def twin_name(dispatcher: str, kind: str) -> str:
+    """The module name of the ``kind`` ("py" or "c") twin of the unit whose dispatcher is ``dispatcher``."""
+    package, _, unit = dispatcher.rpartition(".")
+    return f"{package}._{unit}_{kind}"
+
+
+def compiled_twin(dispatcher: str) -> ModuleType | None:
+    """The compiled twin, or None in a pure build or when it was not built (an error instead when
+    ``FASTNET_REQUIRE_EXTENSIONS=1``)."""
+    if _compat.NO_EXTENSIONS:
+        return None
+    try:
+        return importlib.import_module(twin_name(dispatcher, "c"))
+    except ImportError:
+        if _compat.REQUIRE_EXTENSIONS:
+            raise
+        return None
+
+
 def twin_module(dispatcher: str, kind: str) -> ModuleType:
     """The ``kind`` ("py" or "c") twin of the unit whose dispatcher is ``dispatcher``."""
-    package, _, unit = dispatcher.rpartition(".")
-    name = f"{package}._{unit}_{kind}"
+    name = twin_name(dispatcher, kind)
     if kind == "c":
         if _compat.NO_EXTENSIONS:
             pytest.skip("pure-Python build: no compiled twins")
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            if _compat.REQUIRE_EXTENSIONS:
-                raise
+        module = compiled_twin(dispatcher)
+        if module is None:
             pytest.skip(f"{name} is not built")
+        return module
     return importlib.import_module(name)
+
+
+def available_twins(dispatcher: str) -> dict[str, ModuleType]:
+    """The twins this build can load, by kind: always "py", and "c" when ``compiled_twin`` finds it. For a
+    test that holds the twins against each other in one run (``twins`` runs a test once per twin)."""
+    twins = {"py": importlib.import_module(twin_name(dispatcher, "py"))}
+    compiled = compiled_twin(dispatcher)
+    if compiled is not None:
+        twins["c"] = compiled
+    return twins
 
 
 @pytest.fixture(params=["py", "c"])

@@ -6,19 +6,20 @@ import importlib
 import socket
 import threading
 import time
+import types
 
 import pytest
+from conftest import Twins
 from dnsfaults import FaultDnsServer
 
 from fastnet import _compat
 from fastnet.exceptions import UnknownHostError
 
 
-@pytest.fixture(params=["py", "c"])
-def impl(request):
-    if request.param == "c" and _compat.NO_EXTENSIONS:
-        pytest.skip("pure-Python build (FASTNET_NO_EXTENSIONS)")
-    return importlib.import_module(f"fastnet.dns._cache_{request.param}")
+@pytest.fixture
+def impl(twins: Twins) -> types.ModuleType:
+    """The pure and the compiled twin of the DNS cache unit (DnsCache, IpBlacklist, CachingDns)."""
+    return twins("fastnet.dns.cache")
 
 
 class Upstream:
