@@ -9,35 +9,34 @@ import json
 import pytest
 
 import fastnet
-from fastnet import Request, RequestBody
 from fastnet.testing import MockResponse, MockServer
 
 
 def test_request_fields_and_defaults() -> None:
-    r = Request("get", "http://h/p")
+    r = fastnet.Request("get", "http://h/p")
     assert r.method == "GET" and str(r.url) == "http://h/p" and isinstance(r.url, fastnet.URL)
     assert len(r.headers) == 0 and r.body is None
 
 
 def test_request_custom_method_kept_verbatim() -> None:
-    assert Request("PROPFIND", "http://h/").method == "PROPFIND"
-    assert Request("Purge", "http://h/").method == "Purge"
+    assert fastnet.Request("PROPFIND", "http://h/").method == "PROPFIND"
+    assert fastnet.Request("Purge", "http://h/").method == "Purge"
 
 
 @pytest.mark.parametrize("method", ["", "GE T", "GET\r\n", "G(ET"])
 def test_request_bad_method_rejected(method: str) -> None:
     with pytest.raises(ValueError, match="method"):
-        Request(method, "http://h/")
+        fastnet.Request(method, "http://h/")
 
 
 def test_request_is_immutable() -> None:
-    r = Request("GET", "http://h/")
+    r = fastnet.Request("GET", "http://h/")
     with pytest.raises(AttributeError):
         r.method = "POST"
 
 
 def test_request_replace_makes_a_copy() -> None:
-    r = Request("GET", "http://h/a", headers={"A": "1"})
+    r = fastnet.Request("GET", "http://h/a", headers={"A": "1"})
     r2 = r.replace(url="http://other/b", method="POST", headers={"B": "2"}, body=b"x")
     assert r.method == "GET" and str(r.url) == "http://h/a" and r.headers == {"A": "1"} and r.body is None
     assert r2.method == "POST" and str(r2.url) == "http://other/b" and r2.headers == {"B": "2"}
@@ -49,13 +48,13 @@ def test_request_replace_makes_a_copy() -> None:
 
 def test_request_bad_url_raises_value_error() -> None:
     with pytest.raises(ValueError, match="scheme"):
-        Request("GET", "gopher://h/")
+        fastnet.Request("GET", "gopher://h/")
 
 
 def test_request_body_bytes_and_str() -> None:
-    b = Request("POST", "http://h/", body=b"abc").body
+    b = fastnet.Request("POST", "http://h/", body=b"abc").body
     assert b is not None and b.length == 3 and not b.one_shot and b.content == b"abc"
-    s = Request("POST", "http://h/", body="é").body
+    s = fastnet.Request("POST", "http://h/", body="é").body
     assert s is not None and s.content == "é".encode() and s.length == 2
     assert s.content_type == "text/plain; charset=utf-8"
 
@@ -63,14 +62,14 @@ def test_request_body_bytes_and_str() -> None:
 def test_request_body_seekable_file_is_replayable() -> None:
     f = io.BytesIO(b"0123456789")
     f.seek(2)
-    body = RequestBody(f)
+    body = fastnet.RequestBody(f)
     assert body.length == 8 and not body.one_shot
     assert b"".join(body.chunks()) == b"23456789"
     assert b"".join(body.chunks()) == b"23456789"
 
 
 def test_request_body_iterator_is_one_shot() -> None:
-    body = RequestBody(iter([b"a", b"b"]))
+    body = fastnet.RequestBody(iter([b"a", b"b"]))
     assert body.length == -1 and body.one_shot
     assert b"".join(body.chunks()) == b"ab"
     with pytest.raises(RuntimeError, match="one-shot"):
@@ -79,15 +78,15 @@ def test_request_body_iterator_is_one_shot() -> None:
 
 def test_request_body_bad_type() -> None:
     with pytest.raises(TypeError, match="body"):
-        RequestBody(12)
+        fastnet.RequestBody(12)
 
 
 def test_request_json() -> None:
-    r = Request("POST", "http://h/", json={"a": [1, 2]})
+    r = fastnet.Request("POST", "http://h/", json={"a": [1, 2]})
     assert r.body is not None and json.loads(r.body.content or b"") == {"a": [1, 2]}
     assert r.headers["content-type"] == "application/json"
     with pytest.raises(ValueError, match="json"):
-        Request("POST", "http://h/", body=b"x", json={"a": 1})
+        fastnet.Request("POST", "http://h/", body=b"x", json={"a": 1})
 
 
 def test_request_header_injection_rejected_before_sending(

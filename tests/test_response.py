@@ -6,21 +6,20 @@ from __future__ import annotations
 import pytest
 
 import fastnet
-from fastnet import Request, Response
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
 
 def test_response_built_by_hand() -> None:
-    req = Request("GET", "http://h/x")
+    req = fastnet.Request("GET", "http://h/x")
     headers = {"Content-Type": "text/plain; charset=latin-1"}
-    r = Response(201, headers=headers, content=b"caf\xe9", request=req)
+    r = fastnet.Response(201, headers=headers, content=b"caf\xe9", request=req)
     assert r.status_code == 201 and r.reason == "Created"
     assert r.content == b"caf\xe9" and r.text == "café"
     assert r.url == req.url and r.request is req and r.history == [] and r.prior_response is None
     assert r.protocol == "HTTP/1.1"
     assert list(r.iter_bytes(2)) == [b"ca", b"f\xe9"]
     with pytest.raises(ValueError, match="status_code"):
-        Response(42)
+        fastnet.Response(42)
 
 
 def test_response_json_and_text(server: MockServer, fast_client: fastnet.Client) -> None:

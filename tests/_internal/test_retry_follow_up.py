@@ -12,14 +12,8 @@ import pytest
 from conftest import assert_pool_clean, make_client
 
 import fastnet
-from fastnet.exceptions import (
-    CanceledError,
-    ConnectError,
-    ConnectionClosedError,
-    ProtocolError,
-    ReadTimeout,
-    TlsVerificationError,
-)
+from fastnet import _compat
+from fastnet._internal.retry_follow_up import RetryAndFollowUpInterceptor
 from fastnet.testing import MockResponse, MockServer, RecordedRequest, SocketPolicy
 
 DROP = SocketPolicy.DISCONNECT_AFTER_REQUEST
@@ -65,7 +59,7 @@ def test_recover_disabled_does_not_retry_stale_post(server):
     with make_client(retry_on_connection_failure=False, event_listener=events) as client:
         warm_up(client, server)
         server.enqueue(MockResponse(200, policy=DROP), MockResponse(201))
-        with pytest.raises(ConnectionClosedError):
+        with pytest.raises(fastnet.ConnectionClosedError):
             client.post(server.url("/orders"), body=b"order-1")
         assert server.request_count == 2  # warm-up + the one attempt
         assert events.retry == [("ConnectionClosedError", False)]
@@ -76,7 +70,7 @@ def test_recover_one_shot_body_not_retried_on_stale_connection(server):
     with make_client() as client:
         warm_up(client, server)
         server.enqueue(MockResponse(200, policy=DROP), MockResponse(201))
-        with pytest.raises(ConnectionClosedError):
+        with pytest.raises(fastnet.ConnectionClosedError):
             client.post(server.url("/upload"), body=iter([b"chunk-1", b"chunk-2"]))
         assert server.request_count == 2
         assert_pool_clean(client)
@@ -97,11 +91,11 @@ def test_recover_failures_attached_to_final_error(server):
     with make_client() as client:
         warm_up(client, server)
         server.enqueue(MockResponse(200, policy=DROP), MockResponse(200, policy=DROP))
-        with pytest.raises(ConnectionClosedError) as info:
+        with pytest.raises(fastnet.ConnectionClosedError) as info:
             client.get(server.url("/"))
         # stale connection recovered once; the fresh one then failed with no other route
         assert len(info.value.recovered) == 1
-        assert isinstance(info.value.recovered[0], ConnectionClosedError)
+        assert isinstance(info.value.recovered[0], fastnet.ConnectionClosedError)
         assert_pool_clean(client)
 
 
@@ -112,7 +106,7 @@ def test_recover_fresh_connection_without_other_route_not_retried(server):
     events = Decisions()
     with make_client(event_listener=events) as client:
         server.enqueue(MockResponse(200, policy=DROP), MockResponse(200))
-        with pytest.raises(ConnectionClosedError):
+        with pytest.raises(fastnet.ConnectionClosedError):
             client.get(server.url("/"))
         assert server.request_count == 1
         assert events.retry == [("ConnectionClosedError", False)]
@@ -153,7 +147,7 @@ def test_recover_one_shot_body_on_failed_route_not_retried(two_routes):
     with make_client(dns=lambda host: answers[host], happy_eyeballs=False) as client:
         one.enqueue(MockResponse(200, policy=DROP))
         two.enqueue(MockResponse(200))
-        with pytest.raises(ConnectionClosedError):
+        with pytest.raises(fastnet.ConnectionClosedError):
             client.post(f"http://multi.example:{one.port}/", body=iter([b"once"]))
         assert one.request_count == 1 and two.request_count == 0
         assert_pool_clean(client)
@@ -166,7 +160,7 @@ def test_recover_protocol_error_not_retried(server):
     with make_client() as client:
         warm_up(client, server)
         server.enqueue(MockResponse(raw=b"HTTP/1.1 abc Nonsense\r\n\r\n"), MockResponse(200))
-        with pytest.raises(ProtocolError):
+        with pytest.raises(fastnet.ProtocolError):
             client.get(server.url("/"))
         assert server.request_count == 2
         assert_pool_clean(client)
@@ -176,7 +170,7 @@ def test_recover_timeout_not_retried(server):
     with make_client(read_timeout=0.2) as client:
         warm_up(client, server)
         server.enqueue(MockResponse(200, policy=SocketPolicy.NO_RESPONSE), MockResponse(200))
-        with pytest.raises(ReadTimeout):
+        with pytest.raises(fastnet.ReadTimeout):
             client.get(server.url("/"))
         assert server.request_count == 2
         assert_pool_clean(client)
@@ -190,7 +184,7 @@ def test_recover_canceled_not_retried(server):
         timer = threading.Timer(0.2, call.cancel)
         timer.start()
         try:
-            with pytest.raises(CanceledError):
+            with pytest.raises(fastnet.CanceledError):
                 call.execute()
         finally:
             timer.cancel()
@@ -204,7 +198,7 @@ def test_recover_connect_failure_not_retried_by_recover():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
         with make_client(event_listener=events) as client:
-            with pytest.raises(ConnectError):
+            with pytest.raises(fastnet.ConnectError):
                 client.get(f"http://127.0.0.1:{port}/")
             assert events.retry == [("ConnectError", False)]
             assert client.connection_pool.connection_count() == 0
@@ -213,7 +207,7 @@ def test_recover_connect_failure_not_retried_by_recover():
 def test_recover_certificate_failure_not_retried():
     with MockServer(tls=True) as server:
         with make_client() as client:  # default trust store: the test CA is unknown
-            with pytest.raises(TlsVerificationError):
+            with pytest.raises(fastnet.TlsVerificationError):
                 client.get(server.url("/"))
             assert server.connection_count == 1
             assert client.connection_pool.connection_count() == 0
@@ -301,9 +295,6 @@ def test_recover_503_not_retried_when_retries_off(server):
 
 
 def test_recover_runs_in_the_loaded_build():
-    from fastnet import _compat
-    from fastnet._internal.retry_follow_up import RetryAndFollowUpInterceptor
-
     suffix = "_retry_follow_up_py" if _compat.NO_EXTENSIONS else "_retry_follow_up_c"
     if not _compat.NO_EXTENSIONS and not RetryAndFollowUpInterceptor.__module__.endswith("_c"):
         pytest.skip("compiled twins not built")
@@ -489,7 +480,7 @@ def test_redirects_location_with_control_characters_never_crashes(server, client
         server.enqueue(MockResponse(raw=head), MockResponse(200, body=b"followed"))
         try:
             r = client.get(server.url("/"))
-        except ProtocolError:
+        except fastnet.ProtocolError:
             pass  # the parser refused the header: also acceptable, no crash
         else:
             assert r.status_code == 302
@@ -687,7 +678,7 @@ def test_redirects_21_follow_ups_raise(server, client):
     for i in range(21):
         server.enqueue(redirect(f"/{i + 1}"))
     server.enqueue(MockResponse(200))
-    with pytest.raises(ProtocolError, match="Too many follow-up requests: 21"):
+    with pytest.raises(fastnet.ProtocolError, match="Too many follow-up requests: 21"):
         client.get(server.url("/0"))
     assert sum(1 for _ in range(21) if server.take_request(timeout=1)) == 21
     with pytest.raises(TimeoutError):
@@ -700,7 +691,7 @@ def test_redirects_max_follow_ups_option(server):
         server.enqueue(redirect("/1"), MockResponse(200))
         assert client.get(server.url("/")).status_code == 200
         server.enqueue(redirect("/1"), redirect("/2"))
-        with pytest.raises(ProtocolError, match="Too many follow-up requests: 2"):
+        with pytest.raises(fastnet.ProtocolError, match="Too many follow-up requests: 2"):
             client.get(server.url("/"))
         assert_pool_clean(client)
 
@@ -708,7 +699,7 @@ def test_redirects_max_follow_ups_option(server):
 def test_redirects_loop_between_two_hosts_is_bounded(server, server2, client):
     server.dispatcher = lambda rec: redirect(server2.url("/b"))
     server2.dispatcher = lambda rec: redirect(server.url("/a"))
-    with pytest.raises(ProtocolError, match="21"):
+    with pytest.raises(fastnet.ProtocolError, match="21"):
         client.get(server.url("/a"))
     assert server.request_count + server2.request_count == 21
     assert_pool_clean(client)

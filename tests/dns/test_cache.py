@@ -13,6 +13,7 @@ from conftest import Twins
 from dnsfaults import FaultDnsServer
 
 from fastnet import _compat
+from fastnet.dns import UdpDns
 from fastnet.exceptions import UnknownHostError
 
 
@@ -317,8 +318,6 @@ def test_caching_dns_single_flight_shares_failures(impl):
 
 def test_caching_dns_single_flight_one_query_at_the_server(impl):
     """32 threads miss at once: one A and one AAAA query reach the DNS server."""
-    from fastnet.dns import UdpDns
-
     with FaultDnsServer() as server:
         server.add("app.test", "A", "127.0.0.1", "127.0.0.2")
         server.fault("app.test", "slow", delay=0.3)
