@@ -53,7 +53,8 @@ def listener() -> Iterator[Any]:
 
 @pytest.fixture
 def blackhole() -> Iterator[Any]:
-    """A factory of addresses whose connects hang: backlog 0 and a full queue (the first connect fills the queue; later SYNs are dropped)."""
+    """A factory of addresses whose connects hang: backlog 0 and a full queue (the first connect fills
+    the queue; later SYNs are dropped)."""
     socks: list[socket.socket] = []
 
     def make(host: str = "127.0.0.1") -> tuple[str, int]:
