@@ -13,6 +13,14 @@ a test whose server stops answering fails sooner. ``make_client(**options)`` and
 ``make_fast_client(**options)`` build those two kinds of client with more options, for a test that
 opens its own (``with make_client(proxy=...) as client:``); ``assert_pool_clean(client)`` checks that
 no call left a connection in use.
+
+Layout: the tests mirror the package. ``fastnet/x.py`` is tested in ``tests/test_x.py``,
+``fastnet/_internal/...`` under ``tests/_internal/`` (``connection/``, ``http1/``), ``fastnet/dns`` under
+``tests/dns/`` and ``fastnet/testing`` under ``tests/testing/``; ``tests/integration/`` holds the tests
+that need the testbed's real servers. The helpers stay here in ``tests/`` (conftest, fakes, dnsfaults,
+http1_corpus, testbed), which pytest's ``pythonpath`` puts on ``sys.path``: any test imports them as
+``from conftest import make_client`` or ``from fakes import FakeDns``. Test directories are not packages,
+so every test module's file name must be unique in the tree.
 """
 
 from __future__ import annotations
