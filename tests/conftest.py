@@ -3,11 +3,24 @@
 ``twins`` (multidict's pattern) gives a test the pure (``py``) and the compiled (``c``) twin of a unit
 side by side: ``twins("fastnet.route")`` is ``fastnet._route_py`` or ``fastnet._route_c``. The compiled
 run is skipped in a pure build and when the extension was not built (an error instead when
-``FASTNET_REQUIRE_EXTENSIONS=1``), so a pure build never imports a compiled module.
+``FASTNET_REQUIRE_EXTENSIONS=1``), so a pure build never imports a compiled module. A test that compares
+the twins within one run takes them all from ``available_twins(dispatcher)``.
 
 ``server`` is a fresh ``MockServer`` per test and ``client`` a client that trusts nothing from the
 environment; ``tls_server`` and ``tls_client`` are their HTTPS counterparts (the client trusts the
-server's test CA).
+server's test CA). ``fast_client`` is ``client`` with 5 s connect and read timeouts instead of 10 s, so
+a test whose server stops answering fails sooner. ``make_client(**options)`` and
+``make_fast_client(**options)`` build those two kinds of client with more options, for a test that
+opens its own (``with make_client(proxy=...) as client:``); ``assert_pool_clean(client)`` checks that
+no call left a connection in use.
+
+Layout: the tests mirror the package. ``fastnet/x.py`` is tested in ``tests/test_x.py``,
+``fastnet/_internal/...`` under ``tests/_internal/`` (``connection/``, ``http1/``), ``fastnet/dns`` under
+``tests/dns/`` and ``fastnet/testing`` under ``tests/testing/``; ``tests/integration/`` holds the tests
+that need the testbed's real servers. The helpers stay here in ``tests/`` (conftest, fakes, dnsfaults,
+http1_corpus, testbed), which pytest's ``pythonpath`` puts on ``sys.path``: any test imports them as
+``from conftest import make_client`` or ``from fakes import FakeDns``. Test directories are not packages,
+so every test module's file name must be unique in the tree.
 """
 
 from __future__ import annotations
@@ -15,6 +28,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator
 from types import ModuleType
+from typing import Any
 
 import pytest
 from testbed import testbed  # noqa: F401  (session fixture: nginx, squid, dante, unbound, dnsdist)
@@ -26,20 +40,46 @@ from fastnet.testing import MockServer
 Twins = Callable[[str], ModuleType]
 
 
+def twin_name(dispatcher: str, kind: str) -> str:
+    """The module name of the ``kind`` ("py" or "c") twin of the unit whose dispatcher is ``dispatcher``."""
+    package, _, unit = dispatcher.rpartition(".")
+    return f"{package}._{unit}_{kind}"
+
+
+def compiled_twin(dispatcher: str) -> ModuleType | None:
+    """The compiled twin, or None in a pure build or when it was not built (an error instead when
+    ``FASTNET_REQUIRE_EXTENSIONS=1``)."""
+    if _compat.NO_EXTENSIONS:
+        return None
+    try:
+        return importlib.import_module(twin_name(dispatcher, "c"))
+    except ImportError:
+        if _compat.REQUIRE_EXTENSIONS:
+            raise
+        return None
+
+
 def twin_module(dispatcher: str, kind: str) -> ModuleType:
     """The ``kind`` ("py" or "c") twin of the unit whose dispatcher is ``dispatcher``."""
-    package, _, unit = dispatcher.rpartition(".")
-    name = f"{package}._{unit}_{kind}"
+    name = twin_name(dispatcher, kind)
     if kind == "c":
         if _compat.NO_EXTENSIONS:
             pytest.skip("pure-Python build: no compiled twins")
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            if _compat.REQUIRE_EXTENSIONS:
-                raise
+        module = compiled_twin(dispatcher)
+        if module is None:
             pytest.skip(f"{name} is not built")
+        return module
     return importlib.import_module(name)
+
+
+def available_twins(dispatcher: str) -> dict[str, ModuleType]:
+    """The twins this build can load, by kind: always "py", and "c" when ``compiled_twin`` finds it. For a
+    test that holds the twins against each other in one run (``twins`` runs a test once per twin)."""
+    twins = {"py": importlib.import_module(twin_name(dispatcher, "py"))}
+    compiled = compiled_twin(dispatcher)
+    if compiled is not None:
+        twins["c"] = compiled
+    return twins
 
 
 @pytest.fixture(params=["py", "c"])
@@ -55,9 +95,34 @@ def server() -> Iterator[MockServer]:
         yield s
 
 
+def make_client(**options: Any) -> fastnet.Client:
+    """A client that ignores the proxy environment variables (``trust_env=False``), with ``options``."""
+    options.setdefault("trust_env", False)
+    return fastnet.Client(**options)
+
+
+def make_fast_client(**options: Any) -> fastnet.Client:
+    """``make_client`` with 5 s connect and read timeouts (the defaults are 10 s), with ``options``."""
+    options.setdefault("connect_timeout", 5)
+    options.setdefault("read_timeout", 5)
+    return make_client(**options)
+
+
+def assert_pool_clean(client: fastnet.Client) -> None:
+    """No connection of ``client``'s pool is in use: every call gave its connection back or closed it."""
+    pool = client.connection_pool
+    assert pool.connection_count() == pool.idle_connection_count()
+
+
 @pytest.fixture
 def client() -> Iterator[fastnet.Client]:
-    with fastnet.Client(trust_env=False) as c:
+    with make_client() as c:
+        yield c
+
+
+@pytest.fixture
+def fast_client() -> Iterator[fastnet.Client]:
+    with make_fast_client() as c:
         yield c
 
 
@@ -69,5 +134,5 @@ def tls_server() -> Iterator[MockServer]:
 
 @pytest.fixture
 def tls_client(tls_server: MockServer) -> Iterator[fastnet.Client]:
-    with fastnet.Client(trust_env=False, verify=tls_server.ca_path) as c:
+    with make_client(verify=tls_server.ca_path) as c:
         yield c

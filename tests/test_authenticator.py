@@ -6,30 +6,13 @@ import base64
 import pickle
 
 import pytest
+from conftest import assert_pool_clean, make_client
 
 import fastnet
-from fastnet import Authenticator, BasicAuthenticator, Challenge, Credentials
 from fastnet.authenticator import NONE, PREEMPTIVE_SCHEME, parse_challenges
-from fastnet.exceptions import ProtocolError, ProxyError
 from fastnet.testing import MockResponse, MockServer
 
-GOOD = Credentials.basic("alice", "s3cret")
-
-
-@pytest.fixture
-def server():
-    with MockServer() as s:
-        yield s
-
-
-def make_client(**options):
-    options.setdefault("trust_env", False)
-    return fastnet.Client(**options)
-
-
-def assert_pool_clean(client: fastnet.Client) -> None:
-    pool = client.connection_pool
-    assert pool.connection_count() == pool.idle_connection_count()
+GOOD = fastnet.Credentials.basic("alice", "s3cret")
 
 
 def challenge_401(value: str | None = 'Basic realm="api"') -> MockResponse:
@@ -41,7 +24,7 @@ def challenge_401(value: str | None = 'Basic realm="api"') -> MockResponse:
 
 
 def test_authenticator_parse_basic_realm():
-    assert parse_challenges(['Basic realm="simple"']) == [Challenge("Basic", {"realm": "simple"})]
+    assert parse_challenges(['Basic realm="simple"']) == [fastnet.Challenge("Basic", {"realm": "simple"})]
 
 
 def test_authenticator_parse_several_challenges_in_one_header():
@@ -65,7 +48,7 @@ def test_authenticator_parse_token68():
     )
     assert found[0].token68 == "YIIBnQYGKwYBBQUCoIIBkTCCAY2gMDAuBgkqhkiC9xIBAgIGCSqGSIb3EgECAgY=="
     assert found[0].params == {}
-    assert found[1] == Challenge("Basic")
+    assert found[1] == fastnet.Challenge("Basic")
 
 
 def test_authenticator_parse_names_lowercased_and_whitespace():
@@ -74,8 +57,8 @@ def test_authenticator_parse_names_lowercased_and_whitespace():
 
 
 def test_authenticator_charset_defaults_to_latin1():
-    assert Challenge("Basic").charset == "ISO-8859-1"
-    assert Challenge("Basic", {"charset": "no-such-codec"}).charset == "ISO-8859-1"
+    assert fastnet.Challenge("Basic").charset == "ISO-8859-1"
+    assert fastnet.Challenge("Basic", {"charset": "no-such-codec"}).charset == "ISO-8859-1"
 
 
 @pytest.mark.parametrize(
@@ -98,22 +81,24 @@ def test_authenticator_parse_malformed_never_raises(values, schemes):
 
 
 def test_authenticator_parse_accepts_a_single_string():
-    assert parse_challenges("Basic") == [Challenge("Basic")]
+    assert parse_challenges("Basic") == [fastnet.Challenge("Basic")]
 
 
 def test_authenticator_challenge_is_immutable_and_hashable():
-    c = Challenge("Basic", {"Realm": "x"})
+    c = fastnet.Challenge("Basic", {"Realm": "x"})
     with pytest.raises(AttributeError):
         c.scheme = "Digest"  # type: ignore[misc]
-    assert c == Challenge("basic", {"realm": "x"}) and hash(c) == hash(Challenge("BASIC", {"realm": "x"}))
+    assert c == fastnet.Challenge("basic", {"realm": "x"}) and hash(c) == hash(
+        fastnet.Challenge("BASIC", {"realm": "x"})
+    )
     assert "Basic" in repr(c)
 
 
 def test_authenticator_response_challenges_per_status():
     r401 = fastnet.Response(401, headers=[("WWW-Authenticate", "Basic realm=a"), ("Proxy-Authenticate", "X")])
     r407 = fastnet.Response(407, headers=[("WWW-Authenticate", "Basic realm=a"), ("Proxy-Authenticate", "X")])
-    assert r401.challenges() == [Challenge("Basic", {"realm": "a"})]
-    assert r407.challenges() == [Challenge("X")]
+    assert r401.challenges() == [fastnet.Challenge("Basic", {"realm": "a"})]
+    assert r407.challenges() == [fastnet.Challenge("X")]
     assert fastnet.Response(200, headers={"WWW-Authenticate": "Basic"}).challenges() == []
 
 
@@ -121,43 +106,45 @@ def test_authenticator_response_challenges_per_status():
 
 
 def test_authenticator_credentials_basic():
-    assert Credentials.basic("aladdin", "opensesame") == "Basic YWxhZGRpbjpvcGVuc2VzYW1l"
-    utf8 = Credentials.basic("jürgen", "pässword")
-    latin1 = Credentials.basic("jürgen", "pässword", charset="ISO-8859-1")
+    assert fastnet.Credentials.basic("aladdin", "opensesame") == "Basic YWxhZGRpbjpvcGVuc2VzYW1l"
+    utf8 = fastnet.Credentials.basic("jürgen", "pässword")
+    latin1 = fastnet.Credentials.basic("jürgen", "pässword", charset="ISO-8859-1")
     assert base64.b64decode(utf8[6:]) == "jürgen:pässword".encode()
     assert base64.b64decode(latin1[6:]) == "jürgen:pässword".encode("latin-1")
 
 
 def test_authenticator_credentials_bad_input():
     with pytest.raises(ValueError):
-        Credentials.basic("a:b", "pw")
+        fastnet.Credentials.basic("a:b", "pw")
     with pytest.raises(TypeError):
-        Credentials.basic(None, "pw")  # type: ignore[arg-type]
+        fastnet.Credentials.basic(None, "pw")  # type: ignore[arg-type]
     with pytest.raises(UnicodeEncodeError):
-        Credentials.basic("名前", "pw", charset="ascii")
-    assert Credentials.bearer("abc.DEF-123==") == "Bearer abc.DEF-123=="
+        fastnet.Credentials.basic("名前", "pw", charset="ascii")
+    assert fastnet.Credentials.bearer("abc.DEF-123==") == "Bearer abc.DEF-123=="
     for bad in ("", "a b", "tok\r\nX-Injected: 1", "==="):
         with pytest.raises(ValueError):
-            Credentials.bearer(bad)
+            fastnet.Credentials.bearer(bad)
 
 
 def test_authenticator_basic_repr_hides_password():
-    assert "s3cret" not in repr(BasicAuthenticator("alice", "s3cret"))
+    assert "s3cret" not in repr(fastnet.BasicAuthenticator("alice", "s3cret"))
 
 
 # ------------------------------------------------------------------------------------------------ NONE
 
 
 def test_authenticator_none():
-    assert Authenticator.NONE is NONE
+    assert fastnet.Authenticator.NONE is NONE
     assert NONE.authenticate(None, fastnet.Response(401)) is None
-    assert isinstance(NONE, Authenticator) and isinstance(BasicAuthenticator("a", "b"), Authenticator)
-    assert not isinstance(object(), Authenticator)
+    assert isinstance(NONE, fastnet.Authenticator) and isinstance(
+        fastnet.BasicAuthenticator("a", "b"), fastnet.Authenticator
+    )
+    assert not isinstance(object(), fastnet.Authenticator)
     assert pickle.loads(pickle.dumps(NONE)) is NONE
 
 
 def test_authenticator_none_returns_the_401(server):
-    with make_client(authenticator=Authenticator.NONE) as client:
+    with make_client(authenticator=fastnet.Authenticator.NONE) as client:
         server.enqueue(challenge_401())
         r = client.get(server.url("/"))
         assert r.status_code == 401 and r.text == "who are you"
@@ -168,7 +155,7 @@ def test_authenticator_none_returns_the_401(server):
 
 
 def test_authenticator_401_then_200(server):
-    with make_client(authenticator=BasicAuthenticator("alice", "s3cret")) as client:
+    with make_client(authenticator=fastnet.BasicAuthenticator("alice", "s3cret")) as client:
         server.enqueue(challenge_401(), MockResponse(200, body=b"welcome"))
         r = client.get(server.url("/private"))
         assert r.text == "welcome"
@@ -191,13 +178,13 @@ def test_authenticator_plain_function(server):
         server.enqueue(challenge_401("Bearer"), MockResponse(200))
         assert client.get(server.url("/")).status_code == 200
         route, status, challenges = seen[0]
-        assert route is not None and status == 401 and challenges == [Challenge("Bearer")]
+        assert route is not None and status == 401 and challenges == [fastnet.Challenge("Bearer")]
         server.take_request()
         assert server.take_request().header("Authorization") == "Bearer t"
 
 
 def test_authenticator_basic_gives_up_when_refused(server):
-    with make_client(authenticator=BasicAuthenticator("alice", "wrong")) as client:
+    with make_client(authenticator=fastnet.BasicAuthenticator("alice", "wrong")) as client:
         server.dispatcher = lambda rec: challenge_401()
         r = client.get(server.url("/"))
         assert r.status_code == 401 and len(r.history) == 1
@@ -206,14 +193,14 @@ def test_authenticator_basic_gives_up_when_refused(server):
 
 
 def test_authenticator_basic_gives_up_when_request_already_carries_credentials(server):
-    with make_client(authenticator=BasicAuthenticator("alice", "s3cret")) as client:
+    with make_client(authenticator=fastnet.BasicAuthenticator("alice", "s3cret")) as client:
         server.enqueue(challenge_401())
         r = client.get(server.url("/"), headers={"Authorization": GOOD})
         assert r.status_code == 401 and server.request_count == 1
 
 
 def test_authenticator_basic_ignores_non_basic_challenges(server):
-    with make_client(authenticator=BasicAuthenticator("alice", "s3cret")) as client:
+    with make_client(authenticator=fastnet.BasicAuthenticator("alice", "s3cret")) as client:
         server.enqueue(challenge_401('Bearer realm="api", Digest realm="x", nonce="1"'))
         r = client.get(server.url("/"))
         assert r.status_code == 401 and server.request_count == 1
@@ -223,7 +210,7 @@ def test_authenticator_401_without_www_authenticate(server):
     with make_client() as client:
         server.enqueue(challenge_401(None))
         assert client.get(server.url("/")).status_code == 401
-    with make_client(authenticator=BasicAuthenticator("alice", "s3cret")) as client:
+    with make_client(authenticator=fastnet.BasicAuthenticator("alice", "s3cret")) as client:
         server.dispatcher = lambda rec: challenge_401(None)
         r = client.get(server.url("/"))
         assert r.status_code == 401 and r.challenges() == []
@@ -255,7 +242,7 @@ def test_authenticator_new_credentials_forever_stops_at_21(server):
 
     with make_client(authenticator=refreshing) as client:
         server.dispatcher = lambda rec: challenge_401("Bearer")
-        with pytest.raises(ProtocolError, match="Too many follow-up requests: 21"):
+        with pytest.raises(fastnet.ProtocolError, match="Too many follow-up requests: 21"):
             client.get(server.url("/"))
         assert server.request_count == 21
         assert_pool_clean(client)
@@ -298,7 +285,7 @@ def test_authenticator_wrong_return_type(server):
 
 
 def test_authenticator_one_shot_body_returns_401(server):
-    with make_client(authenticator=BasicAuthenticator("alice", "s3cret")) as client:
+    with make_client(authenticator=fastnet.BasicAuthenticator("alice", "s3cret")) as client:
         server.enqueue(challenge_401(), MockResponse(200))
         r = client.post(server.url("/"), body=iter([b"once"]))
         assert r.status_code == 401 and server.request_count == 1
@@ -306,7 +293,7 @@ def test_authenticator_one_shot_body_returns_401(server):
 
 
 def test_authenticator_replays_replayable_body(server):
-    with make_client(authenticator=BasicAuthenticator("alice", "s3cret")) as client:
+    with make_client(authenticator=fastnet.BasicAuthenticator("alice", "s3cret")) as client:
         server.enqueue(challenge_401(), MockResponse(201))
         assert client.post(server.url("/"), body=b"data").status_code == 201
         assert server.take_request().body == b"data"
@@ -316,14 +303,16 @@ def test_authenticator_replays_replayable_body(server):
 
 def test_authenticator_basic_never_answers_another_origin():
     with MockServer(host="127.0.0.1") as one, MockServer(host="127.0.0.2") as two:
-        with make_client(authenticator=BasicAuthenticator("alice", "s3cret")) as client:
+        with make_client(authenticator=fastnet.BasicAuthenticator("alice", "s3cret")) as client:
             one.enqueue(MockResponse(302, headers={"Location": two.url("/")}))
             two.enqueue(challenge_401())
             r = client.get(one.url("/"))
             assert r.status_code == 401
             assert two.request_count == 1 and two.take_request().header("Authorization") is None
         # an explicit origin lets it answer there (and only there)
-        with make_client(authenticator=BasicAuthenticator("alice", "s3cret", origin=two.url("/"))) as client:
+        with make_client(
+            authenticator=fastnet.BasicAuthenticator("alice", "s3cret", origin=two.url("/"))
+        ) as client:
             one.enqueue(MockResponse(302, headers={"Location": two.url("/")}))
             two.enqueue(challenge_401(), MockResponse(200))
             assert client.get(one.url("/")).status_code == 200
@@ -335,16 +324,16 @@ def test_authenticator_basic_never_answers_another_origin():
 
 
 def test_authenticator_407_without_proxy_is_a_protocol_error(server):
-    with make_client(proxy_authenticator=BasicAuthenticator("p", "pw")) as client:
+    with make_client(proxy_authenticator=fastnet.BasicAuthenticator("p", "pw")) as client:
         server.enqueue(MockResponse(407, headers={"Proxy-Authenticate": "Basic"}, body=b"x"))
-        with pytest.raises(ProtocolError, match="407"):
+        with pytest.raises(fastnet.ProtocolError, match="407"):
             client.get(server.url("/"))
         assert_pool_clean(client)
 
 
 def test_authenticator_407_plain_http_through_http_proxy(server):
     proxy = fastnet.Proxy.http("127.0.0.1", server.port)
-    auth = BasicAuthenticator("proxyuser", "proxypw")
+    auth = fastnet.BasicAuthenticator("proxyuser", "proxypw")
     with make_client(proxy=proxy, proxy_authenticator=auth) as client:
         server.enqueue(
             MockResponse(407, headers={"Proxy-Authenticate": 'Basic realm="proxy"'}),
@@ -361,7 +350,7 @@ def test_authenticator_407_plain_http_through_http_proxy(server):
 
 def test_authenticator_407_plain_http_wrong_credentials_returns_407(server):
     proxy = fastnet.Proxy.http("127.0.0.1", server.port)
-    with make_client(proxy=proxy, proxy_authenticator=BasicAuthenticator("u", "bad")) as client:
+    with make_client(proxy=proxy, proxy_authenticator=fastnet.BasicAuthenticator("u", "bad")) as client:
         server.dispatcher = lambda rec: MockResponse(407, headers={"Proxy-Authenticate": "Basic"})
         r = client.get("http://origin.test/")
         assert r.status_code == 407 and server.request_count == 2
@@ -394,7 +383,7 @@ def test_authenticator_407_from_origin_inside_tunnel_is_returned():
 def test_authenticator_connect_preemptive_basic_credentials():
     with MockServer(tls=True) as server:
         proxy = fastnet.Proxy.http("127.0.0.1", server.port)
-        auth = BasicAuthenticator("proxyuser", "proxypw")
+        auth = fastnet.BasicAuthenticator("proxyuser", "proxypw")
         with make_client(proxy=proxy, proxy_authenticator=auth, verify=server.ca_path) as client:
             server.enqueue(MockResponse(200, tunnel=True), MockResponse(200, body=b"secure"))
             assert client.get(f"https://127.0.0.1:{server.port}/").text == "secure"
@@ -407,10 +396,10 @@ def test_authenticator_connect_refused_credentials_raise_proxy_error():
     with MockServer(tls=True) as server:
         proxy = fastnet.Proxy.http("127.0.0.1", server.port)
         with make_client(
-            proxy=proxy, proxy_authenticator=BasicAuthenticator("u", "bad"), verify=server.ca_path
+            proxy=proxy, proxy_authenticator=fastnet.BasicAuthenticator("u", "bad"), verify=server.ca_path
         ) as client:
             server.dispatcher = lambda rec: MockResponse(407, headers={"Proxy-Authenticate": "Basic"})
-            with pytest.raises(ProxyError) as info:
+            with pytest.raises(fastnet.ProxyError) as info:
                 client.get(f"https://127.0.0.1:{server.port}/")
             assert info.value.status_code == 407
             assert server.request_count == 1  # the pre-emptive credentials were refused: no second try

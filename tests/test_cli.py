@@ -6,20 +6,11 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from fastnet.testing import MockResponse, MockServer
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def server() -> Iterator[MockServer]:
-    with MockServer() as s:
-        yield s
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -3,26 +3,12 @@
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
-
-
-@pytest.fixture
-def server() -> Iterator[MockServer]:
-    with MockServer() as s:
-        yield s
-
-
-@pytest.fixture
-def client() -> Iterator[fastnet.Client]:
-    with fastnet.Client(trust_env=False, read_timeout=5, connect_timeout=5) as c:
-        yield c
-
 
 # -- options --------------------------------------------------------------------------------------
 
@@ -197,79 +183,83 @@ def test_client_repr() -> None:
 
 
 @pytest.mark.parametrize("method", ["get", "head", "options", "delete"])
-def test_client_methods_without_body(server: MockServer, client: fastnet.Client, method: str) -> None:
+def test_client_methods_without_body(server: MockServer, fast_client: fastnet.Client, method: str) -> None:
     server.enqueue(MockResponse(200, body=b"ok"))
-    r = getattr(client, method)(server.url("/m"), headers={"X-A": "1"})
+    r = getattr(fast_client, method)(server.url("/m"), headers={"X-A": "1"})
     rec = server.take_request()
     assert rec.method == method.upper() and rec.path == "/m" and rec.header("x-a") == "1"
     assert r.status_code == 200 and r.content == (b"" if method == "head" else b"ok")
 
 
 @pytest.mark.parametrize("method", ["post", "put", "patch"])
-def test_client_methods_with_body_and_json(server: MockServer, client: fastnet.Client, method: str) -> None:
+def test_client_methods_with_body_and_json(
+    server: MockServer, fast_client: fastnet.Client, method: str
+) -> None:
     server.enqueue(MockResponse(200), MockResponse(200))
-    getattr(client, method)(server.url("/b"), body=b"raw")
-    getattr(client, method)(server.url("/j"), json=[1])
+    getattr(fast_client, method)(server.url("/b"), body=b"raw")
+    getattr(fast_client, method)(server.url("/j"), json=[1])
     rec, rec_json = server.take_request(), server.take_request()
     assert rec.method == method.upper() and rec.body == b"raw"
     assert rec_json.body == b"[1]" and rec_json.header("content-type") == "application/json"
 
 
-def test_client_delete_with_body(server: MockServer, client: fastnet.Client) -> None:
+def test_client_delete_with_body(server: MockServer, fast_client: fastnet.Client) -> None:
     server.enqueue(MockResponse(200))
-    client.delete(server.url("/"), body=b"gone")
+    fast_client.delete(server.url("/"), body=b"gone")
     assert server.take_request().body == b"gone"
 
 
-def test_client_request_any_method(server: MockServer, client: fastnet.Client) -> None:
+def test_client_request_any_method(server: MockServer, fast_client: fastnet.Client) -> None:
     server.enqueue(MockResponse(207, body=b"multi"))
-    r = client.request("PROPFIND", server.url("/dav"), headers=[("Depth", "1")], body="<x/>")
+    r = fast_client.request("PROPFIND", server.url("/dav"), headers=[("Depth", "1")], body="<x/>")
     rec = server.take_request()
     assert rec.method == "PROPFIND" and rec.header("depth") == "1" and rec.body == b"<x/>"
     assert r.status_code == 207 and r.content == b"multi"
 
 
-def test_client_request_accepts_url_object(server: MockServer, client: fastnet.Client) -> None:
+def test_client_request_accepts_url_object(server: MockServer, fast_client: fastnet.Client) -> None:
     server.enqueue(MockResponse(200))
-    assert client.get(fastnet.URL(server.url("/u"))).status_code == 200
+    assert fast_client.get(fastnet.URL(server.url("/u"))).status_code == 200
     assert server.take_request().path == "/u"
 
 
-def test_client_get_reads_the_body_and_pools(server: MockServer, client: fastnet.Client) -> None:
+def test_client_get_reads_the_body_and_pools(server: MockServer, fast_client: fastnet.Client) -> None:
     server.enqueue(MockResponse(200, body=b"x" * 200_000))
-    r = client.get(server.url("/"))
-    assert client.connection_pool.idle_connection_count() == 1
+    r = fast_client.get(server.url("/"))
+    assert fast_client.connection_pool.idle_connection_count() == 1
     assert len(r.content) == 200_000
 
 
-def test_client_stream_holds_the_connection_until_closed(server: MockServer, client: fastnet.Client) -> None:
+def test_client_stream_holds_the_connection_until_closed(
+    server: MockServer, fast_client: fastnet.Client
+) -> None:
     server.enqueue(MockResponse(200, body=b"streamed"))
-    with client.stream("GET", server.url("/")) as r:
-        assert client.connection_pool.idle_connection_count() == 0
-        assert client.connection_pool.connection_count() == 1
+    with fast_client.stream("GET", server.url("/")) as r:
+        assert fast_client.connection_pool.idle_connection_count() == 0
+        assert fast_client.connection_pool.connection_count() == 1
         assert b"".join(r.iter_bytes()) == b"streamed"
-    assert client.connection_pool.idle_connection_count() == 1
+    assert fast_client.connection_pool.idle_connection_count() == 1
 
 
-def test_client_stream_post(server: MockServer, client: fastnet.Client) -> None:
+def test_client_stream_post(server: MockServer, fast_client: fastnet.Client) -> None:
     server.enqueue(MockResponse(200, body=b"ok"))
-    with client.stream("POST", server.url("/"), json={"a": 1}) as r:
+    with fast_client.stream("POST", server.url("/"), json={"a": 1}) as r:
         assert r.read() == b"ok"
     assert server.take_request().body == b'{"a":1}'
 
 
-def test_client_unknown_scheme_rejected(client: fastnet.Client) -> None:
+def test_client_unknown_scheme_rejected(fast_client: fastnet.Client) -> None:
     with pytest.raises(ValueError, match="scheme"):
-        client.get("ftp://127.0.0.1/")
+        fast_client.get("ftp://127.0.0.1/")
 
 
 # -- Call ---------------------------------------------------------------------------------------------
 
 
-def test_call_executes_once(server: MockServer, client: fastnet.Client) -> None:
+def test_call_executes_once(server: MockServer, fast_client: fastnet.Client) -> None:
     server.enqueue(MockResponse(200, body=b"once"))
     request = fastnet.Request("POST", server.url("/c"), headers={"X": "1"}, body=b"b")
-    call = client.new_call(request)
+    call = fast_client.new_call(request)
     assert isinstance(call, fastnet.Call)
     assert call.request is request and not call.is_executed and not call.is_canceled
     with call.execute() as r:
@@ -280,8 +270,8 @@ def test_call_executes_once(server: MockServer, client: fastnet.Client) -> None:
     assert server.request_count == 1
 
 
-def test_call_cancel_before_execute(server: MockServer, client: fastnet.Client) -> None:
-    call = client.new_call(fastnet.Request("GET", server.url("/")))
+def test_call_cancel_before_execute(server: MockServer, fast_client: fastnet.Client) -> None:
+    call = fast_client.new_call(fastnet.Request("GET", server.url("/")))
     call.cancel()
     assert call.is_canceled
     with pytest.raises(fastnet.CanceledError):
@@ -290,17 +280,17 @@ def test_call_cancel_before_execute(server: MockServer, client: fastnet.Client) 
     call.cancel()  # idempotent
 
 
-def test_call_clone_runs_again(server: MockServer, client: fastnet.Client) -> None:
+def test_call_clone_runs_again(server: MockServer, fast_client: fastnet.Client) -> None:
     server.enqueue(MockResponse(200, body=b"1"), MockResponse(200, body=b"2"))
-    call = client.new_call(fastnet.Request("GET", server.url("/")))
+    call = fast_client.new_call(fastnet.Request("GET", server.url("/")))
     assert call.execute().content == b"1"
     again = call.clone()
     assert not again.is_executed and again.execute().content == b"2"
 
 
-def test_call_new_call_type_checked(client: fastnet.Client) -> None:
+def test_call_new_call_type_checked(fast_client: fastnet.Client) -> None:
     with pytest.raises(TypeError, match="Request"):
-        client.new_call("http://127.0.0.1/")  # type: ignore[arg-type]
+        fast_client.new_call("http://127.0.0.1/")  # type: ignore[arg-type]
 
 
 def test_client_verify_ssl_context_accepted() -> None:

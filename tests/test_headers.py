@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from fastnet import Headers
+import fastnet
 
 
 def test_headers_empty() -> None:
-    h = Headers()
+    h = fastnet.Headers()
     assert len(h) == 0 and not h and h.items() == [] and h.get("a") is None
 
 
 def test_headers_from_dict_and_pairs() -> None:
-    assert Headers({"a": "1"}).items() == [("a", "1")]
-    h = Headers([("a", "1"), ("A", "2"), ("b", "3")])
+    assert fastnet.Headers({"a": "1"}).items() == [("a", "1")]
+    h = fastnet.Headers([("a", "1"), ("A", "2"), ("b", "3")])
     assert len(h) == 3
     assert h.items() == [("a", "1"), ("A", "2"), ("b", "3")]
     assert h.keys() == ["a", "A", "b"] and h.values() == ["1", "2", "3"]
@@ -22,7 +22,7 @@ def test_headers_from_dict_and_pairs() -> None:
 
 
 def test_headers_case_insensitive_lookup_last_value_wins() -> None:
-    h = Headers([("Set-Cookie", "a=1"), ("set-cookie", "b=2")])
+    h = fastnet.Headers([("Set-Cookie", "a=1"), ("set-cookie", "b=2")])
     assert h.get("SET-COOKIE") == "b=2"
     assert h["set-Cookie"] == "b=2"
     assert h.get_all("Set-Cookie") == ["a=1", "b=2"]
@@ -33,7 +33,7 @@ def test_headers_case_insensitive_lookup_last_value_wins() -> None:
 
 
 def test_headers_add_set_remove_return_new_objects() -> None:
-    h = Headers([("A", "1"), ("B", "2"), ("a", "3")])
+    h = fastnet.Headers([("A", "1"), ("B", "2"), ("a", "3")])
     added = h.add("C", "4")
     assert added is not h and h.items() == [("A", "1"), ("B", "2"), ("a", "3")]
     assert added.items()[-1] == ("C", "4")
@@ -47,7 +47,7 @@ def test_headers_add_set_remove_return_new_objects() -> None:
 
 
 def test_headers_immutable() -> None:
-    h = Headers({"a": "1"})
+    h = fastnet.Headers({"a": "1"})
     with pytest.raises((AttributeError, TypeError)):
         h["a"] = "2"  # type: ignore[index]
     with pytest.raises(TypeError):
@@ -55,71 +55,71 @@ def test_headers_immutable() -> None:
 
 
 def test_headers_equality_case_insensitive_names() -> None:
-    assert Headers({"Content-Type": "x"}) == Headers({"content-type": "x"})
-    assert Headers({"a": "1"}) == {"A": "1"}
-    assert Headers([("a", "1"), ("a", "2")]) == [("a", "1"), ("a", "2")]
-    assert Headers({"a": "1"}) != Headers({"a": "2"})
-    assert Headers([("a", "1"), ("a", "2")]) != Headers([("a", "2"), ("a", "1")])
+    assert fastnet.Headers({"Content-Type": "x"}) == fastnet.Headers({"content-type": "x"})
+    assert fastnet.Headers({"a": "1"}) == {"A": "1"}
+    assert fastnet.Headers([("a", "1"), ("a", "2")]) == [("a", "1"), ("a", "2")]
+    assert fastnet.Headers({"a": "1"}) != fastnet.Headers({"a": "2"})
+    assert fastnet.Headers([("a", "1"), ("a", "2")]) != fastnet.Headers([("a", "2"), ("a", "1")])
 
 
 def test_headers_values_are_stripped_and_numbers_accepted() -> None:
-    h = Headers({"A": "  x y \t", "Content-Length": 12})
+    h = fastnet.Headers({"A": "  x y \t", "Content-Length": 12})
     assert h["a"] == "x y" and h["content-length"] == "12"
 
 
 def test_headers_copy_from_headers() -> None:
-    h = Headers({"a": "1"})
-    copy = Headers(h)
+    h = fastnet.Headers({"a": "1"})
+    copy = fastnet.Headers(h)
     assert copy == h and copy is not h
 
 
 @pytest.mark.parametrize("bad", ["a\r\nb", "a\nb", "a\rb", "a\x00b", "a\x01b", "a\x7fb"])
 def test_headers_value_with_control_characters_rejected_naming_the_header(bad: str) -> None:
     with pytest.raises(ValueError, match="X-Name"):
-        Headers({"X-Name": bad})
+        fastnet.Headers({"X-Name": bad})
     with pytest.raises(ValueError, match="X-Name"):
-        Headers().add("X-Name", bad)
+        fastnet.Headers().add("X-Name", bad)
     with pytest.raises(ValueError, match="X-Name"):
-        Headers().set("X-Name", bad)
+        fastnet.Headers().set("X-Name", bad)
 
 
 @pytest.mark.parametrize("bad", ["", "a b", "a:b", "a\r\nb", "a\x00", "é", "a(b)", "a/b", 'a"', "a\tb"])
 def test_headers_name_not_a_token_rejected(bad: str) -> None:
     with pytest.raises(ValueError) as info:
-        Headers({bad: "v"})
+        fastnet.Headers({bad: "v"})
     if bad:
         assert repr(bad) in str(info.value)
     with pytest.raises(ValueError):
-        Headers().add(bad, "v")
+        fastnet.Headers().add(bad, "v")
 
 
 def test_headers_token_characters_accepted() -> None:
     name = "!#$%&'*+-.^_`|~09azAZ"
-    assert Headers({name: "v"})[name] == "v"
+    assert fastnet.Headers({name: "v"})[name] == "v"
 
 
 def test_headers_tab_and_obs_text_in_value_accepted() -> None:
-    assert Headers({"a": "x\ty"})["a"] == "x\ty"
-    assert Headers({"a": "caf\xe9"})["a"] == "caf\xe9"
+    assert fastnet.Headers({"a": "x\ty"})["a"] == "x\ty"
+    assert fastnet.Headers({"a": "caf\xe9"})["a"] == "caf\xe9"
 
 
 def test_headers_wrong_types_raise_type_error() -> None:
     with pytest.raises(TypeError):
-        Headers({1: "v"})
+        fastnet.Headers({1: "v"})
     with pytest.raises(TypeError):
-        Headers({"a": object()})
+        fastnet.Headers({"a": object()})
 
 
 def test_headers_sensitive_values_hidden_in_repr_and_errors() -> None:
-    h = Headers({"Authorization": "Bearer secret", "Accept": "x"})
+    h = fastnet.Headers({"Authorization": "Bearer secret", "Accept": "x"})
     assert "secret" not in repr(h) and "'x'" in repr(h)
     with pytest.raises(ValueError) as info:
-        Headers({"Authorization": "Bearer s3cret\r\n"})
+        fastnet.Headers({"Authorization": "Bearer s3cret\r\n"})
     assert "s3cret" not in str(info.value) and "Authorization" in str(info.value)
 
 
 def test_headers_wire_form() -> None:
-    h = Headers([("A", "1"), ("b", "2")])
+    h = fastnet.Headers([("A", "1"), ("b", "2")])
     assert h.to_wire() == b"A: 1\r\nb: 2\r\n"
 
 

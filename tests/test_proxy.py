@@ -4,26 +4,26 @@ import pickle
 
 import pytest
 
-from fastnet.proxy import EnvProxySelector, NullProxySelector, Proxy, ProxySelector, ProxyType
-from fastnet.url import URL
+import fastnet
+from fastnet.proxy import NullProxySelector
 
 # -- Proxy construction ----------------------------------------------------------------------------
 
 
 def test_proxy_no_proxy_is_direct() -> None:
-    direct = Proxy.NO_PROXY
-    assert direct.type is ProxyType.DIRECT
+    direct = fastnet.Proxy.NO_PROXY
+    assert direct.type is fastnet.ProxyType.DIRECT
     assert direct.host is None and direct.port is None and direct.address is None
     assert direct.is_direct and not direct.is_http and not direct.is_socks
     assert str(direct) == "DIRECT"
-    assert Proxy(ProxyType.DIRECT) == direct
-    assert hash(Proxy(ProxyType.DIRECT)) == hash(direct)
+    assert fastnet.Proxy(fastnet.ProxyType.DIRECT) == direct
+    assert hash(fastnet.Proxy(fastnet.ProxyType.DIRECT)) == hash(direct)
     assert direct.authorization is None
 
 
 def test_proxy_http_fields() -> None:
-    p = Proxy.http("Proxy.Example.", 3128)
-    assert p.type is ProxyType.HTTP
+    p = fastnet.Proxy.http("Proxy.Example.", 3128)
+    assert p.type is fastnet.ProxyType.HTTP
     assert (p.host, p.port, p.tls, p.username, p.password) == ("proxy.example", 3128, False, None, None)
     assert p.socks_version is None and p.remote_dns is False
     assert p.is_http and str(p) == "http://proxy.example:3128"
@@ -31,40 +31,42 @@ def test_proxy_http_fields() -> None:
 
 
 def test_proxy_https_is_tls_to_the_proxy() -> None:
-    p = Proxy.https("10.0.0.1", 3129)
-    assert p.type is ProxyType.HTTP and p.tls
+    p = fastnet.Proxy.https("10.0.0.1", 3129)
+    assert p.type is fastnet.ProxyType.HTTP and p.tls
     assert str(p) == "https://10.0.0.1:3129"
-    assert p != Proxy.http("10.0.0.1", 3129)
+    assert p != fastnet.Proxy.http("10.0.0.1", 3129)
 
 
 def test_proxy_socks_defaults() -> None:
-    p = Proxy.socks("127.0.0.1", 1080)
-    assert p.type is ProxyType.SOCKS and p.socks_version == 5 and p.remote_dns
+    p = fastnet.Proxy.socks("127.0.0.1", 1080)
+    assert p.type is fastnet.ProxyType.SOCKS and p.socks_version == 5 and p.remote_dns
     assert str(p) == "socks5h://127.0.0.1:1080"
-    assert str(Proxy.socks("127.0.0.1", 1080, remote_dns=False)) == "socks5://127.0.0.1:1080"
-    assert str(Proxy.socks("127.0.0.1", 1080, version=4)) == "socks4a://127.0.0.1:1080"
-    assert str(Proxy.socks("127.0.0.1", 1080, version=4, remote_dns=False)) == "socks4://127.0.0.1:1080"
+    assert str(fastnet.Proxy.socks("127.0.0.1", 1080, remote_dns=False)) == "socks5://127.0.0.1:1080"
+    assert str(fastnet.Proxy.socks("127.0.0.1", 1080, version=4)) == "socks4a://127.0.0.1:1080"
+    assert (
+        str(fastnet.Proxy.socks("127.0.0.1", 1080, version=4, remote_dns=False)) == "socks4://127.0.0.1:1080"
+    )
 
 
 def test_proxy_ipv6_host_is_normalised_and_bracketed() -> None:
-    p = Proxy.http("[0:0::1]", 8080)
+    p = fastnet.Proxy.http("[0:0::1]", 8080)
     assert p.host == "::1"
     assert str(p) == "http://[::1]:8080"
-    assert p == Proxy.http("::1", 8080)
+    assert p == fastnet.Proxy.http("::1", 8080)
 
 
 def test_proxy_value_equality_and_hash() -> None:
-    a = Proxy.http("h", 1, "u", "p")
-    b = Proxy.http("h", 1, "u", "p")
+    a = fastnet.Proxy.http("h", 1, "u", "p")
+    b = fastnet.Proxy.http("h", 1, "u", "p")
     assert a == b and hash(a) == hash(b)
-    assert a != Proxy.http("h", 1, "u", "q")
-    assert a != Proxy.http("h", 2, "u", "p")
-    assert len({a, b, Proxy.NO_PROXY}) == 2
+    assert a != fastnet.Proxy.http("h", 1, "u", "q")
+    assert a != fastnet.Proxy.http("h", 2, "u", "p")
+    assert len({a, b, fastnet.Proxy.NO_PROXY}) == 2
     assert a != "http://u:p@h:1"
 
 
 def test_proxy_is_immutable() -> None:
-    p = Proxy.http("h", 1)
+    p = fastnet.Proxy.http("h", 1)
     with pytest.raises(AttributeError):
         p.port = 2  # type: ignore[misc]
     with pytest.raises(AttributeError):
@@ -72,21 +74,24 @@ def test_proxy_is_immutable() -> None:
 
 
 def test_proxy_pickles() -> None:
-    p = Proxy.socks("::1", 1080, username="u", password="p")
+    p = fastnet.Proxy.socks("::1", 1080, username="u", password="p")
     assert pickle.loads(pickle.dumps(p)) == p
-    assert pickle.loads(pickle.dumps(Proxy.NO_PROXY)) is Proxy.NO_PROXY
+    assert pickle.loads(pickle.dumps(fastnet.Proxy.NO_PROXY)) is fastnet.Proxy.NO_PROXY
 
 
 def test_proxy_authorization_basic() -> None:
-    assert Proxy.http("h", 1, "Aladdin", "open sesame").authorization == "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
-    assert Proxy.http("h", 1, "bob").authorization == "Basic Ym9iOg=="
-    assert Proxy.http("h", 1, "jürgen", "pw").authorization == "Basic asO8cmdlbjpwdw=="  # UTF-8
-    assert Proxy.http("h", 1).authorization is None
-    assert Proxy.socks("h", 1, username="u", password="p").authorization is None
+    assert (
+        fastnet.Proxy.http("h", 1, "Aladdin", "open sesame").authorization
+        == "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
+    )
+    assert fastnet.Proxy.http("h", 1, "bob").authorization == "Basic Ym9iOg=="
+    assert fastnet.Proxy.http("h", 1, "jürgen", "pw").authorization == "Basic asO8cmdlbjpwdw=="  # UTF-8
+    assert fastnet.Proxy.http("h", 1).authorization is None
+    assert fastnet.Proxy.socks("h", 1, username="u", password="p").authorization is None
 
 
 def test_proxy_str_and_repr_hide_the_password() -> None:
-    p = Proxy.http("h", 8080, "bob", "hunter2")
+    p = fastnet.Proxy.http("h", 8080, "bob", "hunter2")
     assert str(p) == "http://bob@h:8080"
     assert "hunter2" not in repr(p) and "hunter2" not in str(p)
     assert repr(p) == "Proxy('http://bob:***@h:8080')"
@@ -95,25 +100,25 @@ def test_proxy_str_and_repr_hide_the_password() -> None:
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: Proxy(ProxyType.DIRECT, "h", 1),
-        lambda: Proxy(ProxyType.DIRECT, port=1),
-        lambda: Proxy(ProxyType.DIRECT, username="u"),
-        lambda: Proxy(ProxyType.DIRECT, tls=True),
-        lambda: Proxy.http("h", 0),
-        lambda: Proxy.http("h", 65536),
-        lambda: Proxy.http("h", -1),
-        lambda: Proxy.http("", 80),
-        lambda: Proxy.http("a b", 80),
-        lambda: Proxy.http("a/b", 80),
-        lambda: Proxy.http("[zz::1]", 80),
-        lambda: Proxy(ProxyType.HTTP, "h"),
-        lambda: Proxy.http("h", 80, None, "pw"),
-        lambda: Proxy.http("h", 80, "a:b", "pw"),
-        lambda: Proxy.socks("h", 1080, version=6),
-        lambda: Proxy.socks("h", 1080, version=4, username="u", password="p"),
-        lambda: Proxy(ProxyType.SOCKS, "h", 1080, tls=True),
-        lambda: Proxy.socks("h", 1080, username="x" * 256, password="p"),
-        lambda: Proxy(ProxyType.HTTP, "h", 80, socks_version=5),
+        lambda: fastnet.Proxy(fastnet.ProxyType.DIRECT, "h", 1),
+        lambda: fastnet.Proxy(fastnet.ProxyType.DIRECT, port=1),
+        lambda: fastnet.Proxy(fastnet.ProxyType.DIRECT, username="u"),
+        lambda: fastnet.Proxy(fastnet.ProxyType.DIRECT, tls=True),
+        lambda: fastnet.Proxy.http("h", 0),
+        lambda: fastnet.Proxy.http("h", 65536),
+        lambda: fastnet.Proxy.http("h", -1),
+        lambda: fastnet.Proxy.http("", 80),
+        lambda: fastnet.Proxy.http("a b", 80),
+        lambda: fastnet.Proxy.http("a/b", 80),
+        lambda: fastnet.Proxy.http("[zz::1]", 80),
+        lambda: fastnet.Proxy(fastnet.ProxyType.HTTP, "h"),
+        lambda: fastnet.Proxy.http("h", 80, None, "pw"),
+        lambda: fastnet.Proxy.http("h", 80, "a:b", "pw"),
+        lambda: fastnet.Proxy.socks("h", 1080, version=6),
+        lambda: fastnet.Proxy.socks("h", 1080, version=4, username="u", password="p"),
+        lambda: fastnet.Proxy(fastnet.ProxyType.SOCKS, "h", 1080, tls=True),
+        lambda: fastnet.Proxy.socks("h", 1080, username="x" * 256, password="p"),
+        lambda: fastnet.Proxy(fastnet.ProxyType.HTTP, "h", 80, socks_version=5),
     ],
 )
 def test_proxy_invalid_combinations_raise_value_error(make) -> None:  # type: ignore[no-untyped-def]
@@ -123,17 +128,17 @@ def test_proxy_invalid_combinations_raise_value_error(make) -> None:  # type: ig
 
 def test_proxy_type_errors() -> None:
     with pytest.raises(TypeError):
-        Proxy("HTTP", "h", 1)  # type: ignore[arg-type]
+        fastnet.Proxy("HTTP", "h", 1)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        Proxy.http("h", "80")  # type: ignore[arg-type]
+        fastnet.Proxy.http("h", "80")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        Proxy.http("h", True)  # type: ignore[arg-type]
+        fastnet.Proxy.http("h", True)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        Proxy.http(None, 80)  # type: ignore[arg-type]
+        fastnet.Proxy.http(None, 80)  # type: ignore[arg-type]
 
 
 def test_proxy_socks4_user_id() -> None:
-    p = Proxy.socks("h", 1080, version=4, username="ident")
+    p = fastnet.Proxy.socks("h", 1080, version=4, username="ident")
     assert p.username == "ident" and p.password is None and p.socks_version == 4
 
 
@@ -143,23 +148,23 @@ def test_proxy_socks4_user_id() -> None:
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
-        ("http://h:3128", Proxy.http("h", 3128)),
-        ("h:3128", Proxy.http("h", 3128)),
-        ("h", Proxy.http("h", 80)),
-        ("http://h/", Proxy.http("h", 80)),
-        ("HTTPS://H", Proxy.https("h", 443)),
-        ("http://user:p%40ss@h:8080", Proxy.http("h", 8080, "user", "p@ss")),
-        ("http://user@h:8080", Proxy.http("h", 8080, "user")),
-        ("http://[::1]:3128", Proxy.http("::1", 3128)),
-        ("socks5://127.0.0.1", Proxy.socks("127.0.0.1", 1080, remote_dns=False)),
-        ("socks5h://127.0.0.1:9050", Proxy.socks("127.0.0.1", 9050)),
-        ("socks5h://u:p@[::1]:1", Proxy.socks("::1", 1, username="u", password="p")),
-        ("socks4://10.0.0.1", Proxy.socks("10.0.0.1", 1080, version=4, remote_dns=False)),
-        ("socks4a://id@10.0.0.1:1081", Proxy.socks("10.0.0.1", 1081, version=4, username="id")),
+        ("http://h:3128", fastnet.Proxy.http("h", 3128)),
+        ("h:3128", fastnet.Proxy.http("h", 3128)),
+        ("h", fastnet.Proxy.http("h", 80)),
+        ("http://h/", fastnet.Proxy.http("h", 80)),
+        ("HTTPS://H", fastnet.Proxy.https("h", 443)),
+        ("http://user:p%40ss@h:8080", fastnet.Proxy.http("h", 8080, "user", "p@ss")),
+        ("http://user@h:8080", fastnet.Proxy.http("h", 8080, "user")),
+        ("http://[::1]:3128", fastnet.Proxy.http("::1", 3128)),
+        ("socks5://127.0.0.1", fastnet.Proxy.socks("127.0.0.1", 1080, remote_dns=False)),
+        ("socks5h://127.0.0.1:9050", fastnet.Proxy.socks("127.0.0.1", 9050)),
+        ("socks5h://u:p@[::1]:1", fastnet.Proxy.socks("::1", 1, username="u", password="p")),
+        ("socks4://10.0.0.1", fastnet.Proxy.socks("10.0.0.1", 1080, version=4, remote_dns=False)),
+        ("socks4a://id@10.0.0.1:1081", fastnet.Proxy.socks("10.0.0.1", 1081, version=4, username="id")),
     ],
 )
-def test_proxy_from_url(url: str, expected: Proxy) -> None:
-    assert Proxy.from_url(url) == expected
+def test_proxy_from_url(url: str, expected: fastnet.Proxy) -> None:
+    assert fastnet.Proxy.from_url(url) == expected
 
 
 @pytest.mark.parametrize(
@@ -181,12 +186,12 @@ def test_proxy_from_url(url: str, expected: Proxy) -> None:
 )
 def test_proxy_from_url_rejects(url: str) -> None:
     with pytest.raises(ValueError):
-        Proxy.from_url(url)
+        fastnet.Proxy.from_url(url)
 
 
 def test_proxy_from_url_error_hides_the_password() -> None:
     with pytest.raises(ValueError) as info:
-        Proxy.from_url("http://bob:hunter2@h:99999")
+        fastnet.Proxy.from_url("http://bob:hunter2@h:99999")
     assert "hunter2" not in str(info.value)
     assert "bob" in str(info.value)
 
@@ -196,55 +201,59 @@ def test_proxy_from_url_error_hides_the_password() -> None:
 
 def test_proxy_null_selector_answers_direct() -> None:
     selector = NullProxySelector()
-    assert selector.select(URL("http://example.com/")) == []
-    assert selector.connect_failed(URL("http://x/"), ("h", 1), OSError()) is None
-    assert isinstance(selector, ProxySelector)
+    assert selector.select(fastnet.URL("http://example.com/")) == []
+    assert selector.connect_failed(fastnet.URL("http://x/"), ("h", 1), OSError()) is None
+    assert isinstance(selector, fastnet.ProxySelector)
 
 
 def test_proxy_env_selector_is_a_proxy_selector() -> None:
-    assert isinstance(EnvProxySelector({}), ProxySelector)
+    assert isinstance(fastnet.EnvProxySelector({}), fastnet.ProxySelector)
 
 
 def test_proxy_env_selector_empty_environment() -> None:
-    selector = EnvProxySelector({})
-    assert selector.select(URL("http://example.com/")) == []
-    assert selector.select(URL("https://example.com/")) == []
+    selector = fastnet.EnvProxySelector({})
+    assert selector.select(fastnet.URL("http://example.com/")) == []
+    assert selector.select(fastnet.URL("https://example.com/")) == []
 
 
 def test_proxy_env_selector_per_scheme() -> None:
-    selector = EnvProxySelector({"http_proxy": "http://p1:1", "https_proxy": "http://p2:2"})
-    assert selector.select(URL("http://example.com/")) == [Proxy.http("p1", 1)]
-    assert selector.select(URL("https://example.com/")) == [Proxy.http("p2", 2)]
+    selector = fastnet.EnvProxySelector({"http_proxy": "http://p1:1", "https_proxy": "http://p2:2"})
+    assert selector.select(fastnet.URL("http://example.com/")) == [fastnet.Proxy.http("p1", 1)]
+    assert selector.select(fastnet.URL("https://example.com/")) == [fastnet.Proxy.http("p2", 2)]
 
 
 def test_proxy_env_selector_all_proxy_fallback() -> None:
-    selector = EnvProxySelector({"all_proxy": "socks5h://127.0.0.1:1080", "https_proxy": "http://p2:2"})
-    assert selector.select(URL("http://example.com/")) == [Proxy.socks("127.0.0.1", 1080)]
-    assert selector.select(URL("https://example.com/")) == [Proxy.http("p2", 2)]
+    selector = fastnet.EnvProxySelector(
+        {"all_proxy": "socks5h://127.0.0.1:1080", "https_proxy": "http://p2:2"}
+    )
+    assert selector.select(fastnet.URL("http://example.com/")) == [fastnet.Proxy.socks("127.0.0.1", 1080)]
+    assert selector.select(fastnet.URL("https://example.com/")) == [fastnet.Proxy.http("p2", 2)]
 
 
 def test_proxy_env_selector_lowercase_wins() -> None:
     env = {"HTTPS_PROXY": "http://upper:1", "https_proxy": "http://lower:2", "HTTP_PROXY": "http://upper:3"}
-    selector = EnvProxySelector(env)
-    assert selector.select(URL("https://x.org/")) == [Proxy.http("lower", 2)]
-    assert selector.select(URL("http://x.org/")) == [Proxy.http("upper", 3)]
+    selector = fastnet.EnvProxySelector(env)
+    assert selector.select(fastnet.URL("https://x.org/")) == [fastnet.Proxy.http("lower", 2)]
+    assert selector.select(fastnet.URL("http://x.org/")) == [fastnet.Proxy.http("upper", 3)]
 
 
 def test_proxy_env_selector_uppercase_no_proxy_used_when_lowercase_missing() -> None:
-    selector = EnvProxySelector({"http_proxy": "p:1", "NO_PROXY": "example.com"})
-    assert selector.select(URL("http://example.com/")) == []
-    selector = EnvProxySelector({"http_proxy": "p:1", "NO_PROXY": "example.com", "no_proxy": "other.org"})
-    assert selector.select(URL("http://example.com/")) == [Proxy.http("p", 1)]
+    selector = fastnet.EnvProxySelector({"http_proxy": "p:1", "NO_PROXY": "example.com"})
+    assert selector.select(fastnet.URL("http://example.com/")) == []
+    selector = fastnet.EnvProxySelector(
+        {"http_proxy": "p:1", "NO_PROXY": "example.com", "no_proxy": "other.org"}
+    )
+    assert selector.select(fastnet.URL("http://example.com/")) == [fastnet.Proxy.http("p", 1)]
 
 
 def test_proxy_env_selector_ignores_uppercase_http_proxy_under_cgi() -> None:
-    selector = EnvProxySelector({"HTTP_PROXY": "http://evil:1", "REQUEST_METHOD": "GET"})
-    assert selector.select(URL("http://x.org/")) == []
+    selector = fastnet.EnvProxySelector({"HTTP_PROXY": "http://evil:1", "REQUEST_METHOD": "GET"})
+    assert selector.select(fastnet.URL("http://x.org/")) == []
 
 
 def test_proxy_env_selector_empty_value_means_unset() -> None:
-    selector = EnvProxySelector({"http_proxy": "  ", "HTTP_PROXY": "http://upper:1"})
-    assert selector.select(URL("http://x.org/")) == [Proxy.http("upper", 1)]
+    selector = fastnet.EnvProxySelector({"http_proxy": "  ", "HTTP_PROXY": "http://upper:1"})
+    assert selector.select(fastnet.URL("http://x.org/")) == [fastnet.Proxy.http("upper", 1)]
 
 
 def test_proxy_env_selector_reads_environment_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -259,20 +268,22 @@ def test_proxy_env_selector_reads_environment_once(monkeypatch: pytest.MonkeyPat
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("http_proxy", "http://first:1")
-    selector = EnvProxySelector()
+    selector = fastnet.EnvProxySelector()
     monkeypatch.setenv("http_proxy", "http://second:2")
     monkeypatch.setenv("no_proxy", "*")
-    assert selector.select(URL("http://x.org/")) == [Proxy.http("first", 1)]
-    assert EnvProxySelector().select(URL("http://x.org/")) == []
+    assert selector.select(fastnet.URL("http://x.org/")) == [fastnet.Proxy.http("first", 1)]
+    assert fastnet.EnvProxySelector().select(fastnet.URL("http://x.org/")) == []
 
 
 def test_proxy_env_selector_bad_url_names_the_variable() -> None:
     with pytest.raises(ValueError, match=r"\$https_proxy"):
-        EnvProxySelector({"https_proxy": "http://h:99999"})
+        fastnet.EnvProxySelector({"https_proxy": "http://h:99999"})
 
 
-def _no_proxy(value: str) -> EnvProxySelector:
-    return EnvProxySelector({"http_proxy": "http://p:1", "https_proxy": "http://p:1", "no_proxy": value})
+def _no_proxy(value: str) -> fastnet.EnvProxySelector:
+    return fastnet.EnvProxySelector(
+        {"http_proxy": "http://p:1", "https_proxy": "http://p:1", "no_proxy": value}
+    )
 
 
 @pytest.mark.parametrize(
@@ -312,5 +323,5 @@ def _no_proxy(value: str) -> EnvProxySelector:
 )
 def test_proxy_env_selector_no_proxy(no_proxy: str, url: str, bypass: bool) -> None:
     selector = _no_proxy(no_proxy)
-    assert (selector.select(URL(url)) == []) is bypass
-    assert selector.bypasses(URL(url).host, URL(url).port) is bypass
+    assert (selector.select(fastnet.URL(url)) == []) is bypass
+    assert selector.bypasses(fastnet.URL(url).host, fastnet.URL(url).port) is bypass

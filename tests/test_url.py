@@ -6,11 +6,11 @@ import pickle
 
 import pytest
 
-from fastnet import URL
+import fastnet
 
 
 def test_url_parse_parts() -> None:
-    u = URL("http://user:pa%20ss@Example.COM:8080/a/b?x=1&y=2#frag")
+    u = fastnet.URL("http://user:pa%20ss@Example.COM:8080/a/b?x=1&y=2#frag")
     assert u.scheme == "http"
     assert u.username == "user" and u.password == "pa ss"
     assert u.host == "example.com" and u.port == 8080
@@ -32,64 +32,64 @@ def test_url_parse_parts() -> None:
     ],
 )
 def test_url_default_ports(text: str, port: int, host_header: str) -> None:
-    u = URL(text)
+    u = fastnet.URL(text)
     assert u.port == port and u.host_header == host_header and u.default_port in (80, 443)
 
 
 def test_url_empty_path_is_slash() -> None:
-    assert URL("http://h").path == "/"
-    assert URL("http://h?q").target == "/?q"
+    assert fastnet.URL("http://h").path == "/"
+    assert fastnet.URL("http://h?q").target == "/?q"
 
 
 def test_url_is_https() -> None:
-    assert URL("https://h/").is_https and not URL("http://h/").is_https
+    assert fastnet.URL("https://h/").is_https and not fastnet.URL("http://h/").is_https
 
 
 def test_url_ipv6_literal() -> None:
-    u = URL("http://[::1]:8080/p")
+    u = fastnet.URL("http://[::1]:8080/p")
     assert u.host == "::1" and u.host_literal == "[::1]" and u.port == 8080
     assert u.host_header == "[::1]:8080" and u.authority == "[::1]:8080"
     assert u.is_ip_literal
     assert str(u) == "http://[::1]:8080/p"
-    assert URL("http://[0:0:0:0:0:0:0:1]/").host == "::1"
+    assert fastnet.URL("http://[0:0:0:0:0:0:0:1]/").host == "::1"
 
 
 def test_url_ipv4_literal() -> None:
-    assert URL("http://127.0.0.1/").is_ip_literal
-    assert not URL("http://example.com/").is_ip_literal
+    assert fastnet.URL("http://127.0.0.1/").is_ip_literal
+    assert not fastnet.URL("http://example.com/").is_ip_literal
 
 
 def test_url_idna_host() -> None:
-    u = URL("http://bücher.example/")
+    u = fastnet.URL("http://bücher.example/")
     assert u.host == "xn--bcher-kva.example"
     assert u.host_header == "xn--bcher-kva.example"
 
 
 def test_url_trailing_dot_and_case_normalised() -> None:
-    assert URL("http://EXAMPLE.com./").host == "example.com"
+    assert fastnet.URL("http://EXAMPLE.com./").host == "example.com"
 
 
 def test_url_path_and_query_percent_encoded() -> None:
-    u = URL("http://h/a b/ü?q=a b")
+    u = fastnet.URL("http://h/a b/ü?q=a b")
     assert u.path == "/a%20b/%C3%BC" and u.query == "q=a%20b"
-    assert URL("http://h/a%20b").path == "/a%20b"  # not encoded twice
+    assert fastnet.URL("http://h/a%20b").path == "/a%20b"  # not encoded twice
 
 
 def test_url_dot_segments_removed() -> None:
-    assert URL("http://h/a/b/../c/./d").path == "/a/c/d"
+    assert fastnet.URL("http://h/a/b/../c/./d").path == "/a/c/d"
 
 
 def test_url_str_roundtrip_and_equality() -> None:
     text = "http://h:8080/a?b=c#d"
-    u = URL(text)
-    assert str(u) == text and URL(str(u)) == u
-    assert u == text and hash(u) == hash(URL(text))
-    assert URL("http://h:80/") == URL("http://h/")
+    u = fastnet.URL(text)
+    assert str(u) == text and fastnet.URL(str(u)) == u
+    assert u == text and hash(u) == hash(fastnet.URL(text))
+    assert fastnet.URL("http://h:80/") == fastnet.URL("http://h/")
     assert u != "not a url"
 
 
 def test_url_immutable_and_replace() -> None:
-    u = URL("http://h/a?x=1")
+    u = fastnet.URL("http://h/a?x=1")
     with pytest.raises(AttributeError):
         u.host = "other"
     v = u.replace(host="other", path="/b")
@@ -100,18 +100,18 @@ def test_url_immutable_and_replace() -> None:
 
 
 def test_url_accepts_url_instance() -> None:
-    u = URL("http://h/")
-    assert URL(u) is u and URL.parse(u) is u
+    u = fastnet.URL("http://h/")
+    assert fastnet.URL(u) is u and fastnet.URL.parse(u) is u
 
 
 def test_url_redacted_hides_credentials_and_query() -> None:
-    u = URL("http://user:secret@h/p?token=abc")
+    u = fastnet.URL("http://user:secret@h/p?token=abc")
     assert "secret" not in u.redacted() and "abc" not in u.redacted()
     assert u.redacted() == "http://h/p"
 
 
 def test_url_pickle() -> None:
-    u = URL("https://h:8443/p?q")
+    u = fastnet.URL("https://h:8443/p?q")
     assert pickle.loads(pickle.dumps(u)) == u
 
 
@@ -135,13 +135,13 @@ def test_url_pickle() -> None:
     ],
 )
 def test_url_resolve_rfc3986_examples(ref: str, expected: str) -> None:
-    base = URL("http://a/b/c/d;p?q")
-    assert base.resolve(ref) == URL(expected)
+    base = fastnet.URL("http://a/b/c/d;p?q")
+    assert base.resolve(ref) == fastnet.URL(expected)
 
 
 def test_url_resolve_rejects_unknown_scheme() -> None:
     with pytest.raises(ValueError, match="scheme"):
-        URL("http://a/").resolve("ftp://x/")
+        fastnet.URL("http://a/").resolve("ftp://x/")
 
 
 @pytest.mark.parametrize(
@@ -171,9 +171,9 @@ def test_url_resolve_rejects_unknown_scheme() -> None:
 )
 def test_url_bad_urls_raise_value_error_naming_the_problem(text: str, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
-        URL(text)
+        fastnet.URL(text)
 
 
 def test_url_non_string_is_type_error() -> None:
     with pytest.raises(TypeError):
-        URL(b"http://h/")  # type: ignore[arg-type]
+        fastnet.URL(b"http://h/")  # type: ignore[arg-type]

@@ -5,18 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from conftest import assert_pool_clean
 
 import fastnet
-from fastnet import BasicAuthenticator
-from fastnet.exceptions import ProxyError
 from fastnet.testing import MockResponse, MockServer
 
 pytestmark = pytest.mark.testbed
-
-
-def assert_pool_clean(client: fastnet.Client) -> None:
-    pool = client.connection_pool
-    assert pool.connection_count() == pool.idle_connection_count()
 
 
 def squid(testbed: Any) -> fastnet.Proxy:
@@ -24,7 +18,7 @@ def squid(testbed: Any) -> fastnet.Proxy:
 
 
 def test_auth_proxy_plain_http_407_then_200(testbed):
-    auth = BasicAuthenticator(testbed.squid_user, testbed.squid_password)
+    auth = fastnet.BasicAuthenticator(testbed.squid_user, testbed.squid_password)
     with fastnet.Client(trust_env=False, proxy=squid(testbed), proxy_authenticator=auth) as client:
         r = client.get(testbed.url("/whoami"))
         assert r.status_code == 200 and "addr=127.0.0.1" in r.text
@@ -36,7 +30,7 @@ def test_auth_proxy_plain_http_407_then_200(testbed):
 
 
 def test_auth_proxy_https_tunnel_preemptive(testbed):
-    auth = BasicAuthenticator(testbed.squid_user, testbed.squid_password)
+    auth = fastnet.BasicAuthenticator(testbed.squid_user, testbed.squid_password)
     with fastnet.Client(
         trust_env=False, proxy=squid(testbed), proxy_authenticator=auth, verify=testbed.ca_path
     ) as client:
@@ -55,13 +49,13 @@ def test_auth_proxy_credentials_on_the_proxy_itself(testbed):
 
 
 def test_auth_proxy_wrong_password(testbed):
-    auth = BasicAuthenticator(testbed.squid_user, "wrong-password")
+    auth = fastnet.BasicAuthenticator(testbed.squid_user, "wrong-password")
     with fastnet.Client(
         trust_env=False, proxy=squid(testbed), proxy_authenticator=auth, verify=testbed.ca_path
     ) as client:
         r = client.get(testbed.url("/whoami"))
         assert r.status_code == 407 and len(r.history) == 1  # tried once, then gave up
-        with pytest.raises(ProxyError) as info:
+        with pytest.raises(fastnet.ProxyError) as info:
             client.get(testbed.url("/whoami", tls=True))
         assert info.value.status_code == 407
         assert "rejected" in str(info.value)
@@ -72,7 +66,7 @@ def test_auth_proxy_no_authenticator(testbed):
     with fastnet.Client(trust_env=False, proxy=squid(testbed), verify=testbed.ca_path) as client:
         r = client.get(testbed.url("/whoami"))
         assert r.status_code == 407 and r.history == []
-        with pytest.raises(ProxyError) as info:
+        with pytest.raises(fastnet.ProxyError) as info:
             client.get(testbed.url("/whoami", tls=True))
         assert info.value.status_code == 407
         assert_pool_clean(client)

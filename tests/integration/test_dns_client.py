@@ -1,4 +1,4 @@
-"""The DNS chain end to end: cache, system resolver and fallbacks with a blacklist, through ``fastnet.Client``.
+"""The DNS chain end to end: cache, system resolver and fallbacks with a blacklist, through ``Client``.
 
 Theory of operation
 -------------------

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from fastnet.client import Client
 from fastnet.dns import CachingDns, ChainDns, DohDns, IpBlacklist, UdpDns, resilient
 from fastnet.exceptions import UnknownHostError
 
@@ -164,9 +165,8 @@ def test_dns_total_failure_clears_blacklist_and_returns_collected(testbed):
 
 
 def test_dns_client_get_through_caching_udp(testbed):
-    client_module = pytest.importorskip("fastnet.client")
     dns = CachingDns(UdpDns(*testbed.unbound, timeout=3))
-    client = client_module.Client(dns=dns, connect_timeout=5, read_timeout=5)
+    client = Client(dns=dns, connect_timeout=5, read_timeout=5)
     try:
         response = client.get(f"http://multi.test:{testbed.http_port}/whoami")
         assert response.status_code == 200

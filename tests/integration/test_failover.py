@@ -17,8 +17,6 @@ from typing import Any
 import pytest
 
 import fastnet
-from fastnet import Proxy
-from fastnet.exceptions import ConnectError, ConnectTimeout, UnknownHostError
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
 pytestmark = pytest.mark.testbed
@@ -39,7 +37,7 @@ class OrderedDns:
         try:
             return list(self.table[hostname])
         except KeyError:
-            raise UnknownHostError(f"OrderedDns: {hostname}") from None
+            raise fastnet.UnknownHostError(f"OrderedDns: {hostname}") from None
 
     def connect_failed(self, host: str, ip: str, error: BaseException) -> None:
         with self.lock:
@@ -164,7 +162,7 @@ def test_failover_postponed_route_is_still_tried_last(testbed):
     dns = OrderedDns({"fo.local": ["127.0.0.4", "127.0.0.6"]})
     listener = Attempts()
     with make_client(dns, listener, happy_eyeballs=False) as client:
-        with pytest.raises(ConnectError):
+        with pytest.raises(fastnet.ConnectError):
             client.get(f"http://fo.local:{testbed.http_port}/")
         assert len(client.route_database) == 2
         listener.clear()
@@ -175,7 +173,7 @@ def test_failover_postponed_route_is_still_tried_last(testbed):
         listener.clear()
         client.connection_pool.evict_all()
         dns.table["fo.local"] = ["127.0.0.4"]
-        with pytest.raises(ConnectError):  # only postponed routes left: they are still tried
+        with pytest.raises(fastnet.ConnectError):  # only postponed routes left: they are still tried
             client.get(f"http://fo.local:{testbed.http_port}/")
         assert listener.ips() == ["127.0.0.4"]
 
@@ -184,7 +182,7 @@ def test_failover_connect_error_lists_every_route(testbed):
     dns = OrderedDns({"fo.local": REFUSED_V4})
     for happy in (True, False):
         with make_client(dns, happy_eyeballs=happy) as client:
-            with pytest.raises(ConnectError) as info:
+            with pytest.raises(fastnet.ConnectError) as info:
                 client.get(f"http://fo.local:{testbed.http_port}/")
             error = info.value
             assert [route.socket_address[0] for route, _ in error.attempts] == REFUSED_V4
@@ -223,14 +221,14 @@ def test_failover_sequential_without_happy_eyeballs(testbed, blackhole):
         assert listener.ips() == [blackhole, "127.0.0.1"]
         gap = listener.started[1][0] - listener.started[0][0]
         assert gap >= 0.45  # the second attempt waited for the first to time out
-        assert isinstance(listener.failed[0][2], ConnectTimeout)
+        assert isinstance(listener.failed[0][2], fastnet.ConnectTimeout)
         assert [route.socket_address[0] for route in client.route_database.failed_routes()] == [blackhole]
 
 
 def test_failover_every_route_times_out(testbed, blackhole):
     dns = OrderedDns({"he.local": [blackhole]})
     with make_client(dns, happy_eyeballs=True, connect_timeout=0.3) as client:
-        with pytest.raises(ConnectTimeout) as info:
+        with pytest.raises(fastnet.ConnectTimeout) as info:
             client.get(f"http://he.local:{testbed.http_port}/")
         assert info.value.phase == "connect"
 
@@ -317,11 +315,11 @@ def test_failover_first_exchange_failure_not_retried_when_disabled():
 
 
 class ListSelector:
-    def __init__(self, proxies: list[Proxy]) -> None:
+    def __init__(self, proxies: list[fastnet.Proxy]) -> None:
         self.proxies = proxies
         self.failures: list[tuple[str, tuple[str, int], str]] = []
 
-    def select(self, url: Any) -> list[Proxy]:
+    def select(self, url: Any) -> list[fastnet.Proxy]:
         return list(self.proxies)
 
     def connect_failed(self, url: Any, address: tuple[str, int], error: BaseException) -> None:
@@ -329,8 +327,8 @@ class ListSelector:
 
 
 def test_failover_next_proxy_and_connect_failed(testbed):
-    dead = Proxy.http(*testbed.refused)
-    squid = Proxy.http(*testbed.squid_open)
+    dead = fastnet.Proxy.http(*testbed.refused)
+    squid = fastnet.Proxy.http(*testbed.squid_open)
     selector = ListSelector([dead, squid])
     listener = Attempts()
     with fastnet.Client(proxy_selector=selector, event_listener=listener, verify=testbed.ca_path) as client:
@@ -352,10 +350,10 @@ def test_failover_next_proxy_and_connect_failed(testbed):
 
 
 def test_failover_fallback_to_direct(testbed):
-    dead = Proxy.http(*testbed.refused)
+    dead = fastnet.Proxy.http(*testbed.refused)
     selector = ListSelector([dead])
     with fastnet.Client(proxy_selector=selector) as client:
-        with pytest.raises(ConnectError) as info:
+        with pytest.raises(fastnet.ConnectError) as info:
             client.get(testbed.url("/whoami"))
         assert [route.proxy for route, _ in info.value.attempts] == [dead]
     with fastnet.Client(proxy_selector=selector, fallback_to_direct=True) as client:
@@ -367,7 +365,7 @@ def test_failover_fallback_to_direct(testbed):
 
 def test_failover_fallback_to_direct_after_socks_failure(testbed):
     # dante with auth, no credentials given: a ProxyError, then the single DIRECT attempt
-    selector = ListSelector([Proxy.socks(*testbed.socks5_auth)])
+    selector = ListSelector([fastnet.Proxy.socks(*testbed.socks5_auth)])
     with fastnet.Client(proxy_selector=selector, fallback_to_direct=True) as client:
         r = client.get(testbed.url("/whoami"))
         assert r.status_code == 200 and r.route.proxy.is_direct
@@ -377,7 +375,7 @@ def test_failover_fallback_to_direct_after_socks_failure(testbed):
 def test_failover_proxy_host_resolved_with_client_dns(testbed):
     # an HTTP proxy named by host: the client's Dns resolves it, failover across its addresses
     dns = OrderedDns({"proxy.local": ["127.0.0.4", testbed.squid_open[0]]})
-    proxy = Proxy.http("proxy.local", testbed.squid_open[1])
+    proxy = fastnet.Proxy.http("proxy.local", testbed.squid_open[1])
     listener = Attempts()
     with make_client(dns, listener, proxy=proxy) as client:
         r = client.get(testbed.url("/whoami"))

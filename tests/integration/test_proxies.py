@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import assert_pool_clean
 
 import fastnet
-from fastnet import BasicAuthenticator, Proxy, ProxyType
-from fastnet.exceptions import ProxyError, TlsVerificationError, UnknownHostError
 from fastnet.testing import MockResponse, MockServer
 
 pytestmark = pytest.mark.testbed
@@ -35,7 +34,7 @@ class RefusingDns:
 
     def lookup(self, hostname: str) -> list[str]:
         self.asked.append(hostname)
-        raise UnknownHostError(f"RefusingDns: {hostname}")
+        raise fastnet.UnknownHostError(f"RefusingDns: {hostname}")
 
 
 class MapDns:
@@ -50,7 +49,7 @@ class MapDns:
         try:
             return list(self.table[hostname])
         except KeyError:
-            raise UnknownHostError(f"MapDns: {hostname}") from None
+            raise fastnet.UnknownHostError(f"MapDns: {hostname}") from None
 
 
 def squid_log(testbed: Any) -> Path:
@@ -85,11 +84,6 @@ def squid_logged(testbed: Any, offset: int | None, needle: str, timeout: float =
     return lines
 
 
-def assert_pool_clean(client: fastnet.Client) -> None:
-    pool = client.connection_pool
-    assert pool.connection_count() == pool.idle_connection_count()
-
-
 def via_squid(response: Any) -> bool:
     return "fastnet-squid" in (response.headers.get("Via") or "")
 
@@ -100,11 +94,11 @@ def via_squid(response: Any) -> bool:
 def test_proxies_http_absolute_form_through_squid(testbed):
     offset = squid_log_offset(testbed)
     url = testbed.url("/whoami", host="127.0.0.2")
-    with fastnet.Client(trust_env=False, proxy=Proxy.http(*testbed.squid_open)) as client:
+    with fastnet.Client(trust_env=False, proxy=fastnet.Proxy.http(*testbed.squid_open)) as client:
         r = client.get(url)
         assert r.status_code == 200 and "addr=127.0.0.2" in r.text
         assert via_squid(r)
-        assert r.route.proxy == Proxy.http(*testbed.squid_open)
+        assert r.route.proxy == fastnet.Proxy.http(*testbed.squid_open)
         assert r.route.socket_address == testbed.squid_open
         again = client.get(url)
         assert again.status_code == 200
@@ -117,7 +111,7 @@ def test_proxies_http_absolute_form_through_squid(testbed):
 
 def test_proxies_http_proxy_credentials_on_the_proxy(testbed):
     offset = squid_log_offset(testbed)
-    proxy = Proxy.http(*testbed.squid, username=testbed.squid_user, password=testbed.squid_password)
+    proxy = fastnet.Proxy.http(*testbed.squid, username=testbed.squid_user, password=testbed.squid_password)
     with MockServer(host="127.0.0.3") as origin:
         origin.enqueue(MockResponse(200, body=b"origin"))
         with fastnet.Client(trust_env=False, proxy=proxy) as client:
@@ -145,9 +139,9 @@ def test_proxies_http_proxy_credentials_from_url(testbed):
 
 
 def test_proxies_http_proxy_authenticator_reactive(testbed):
-    auth = BasicAuthenticator(testbed.squid_user, testbed.squid_password)
+    auth = fastnet.BasicAuthenticator(testbed.squid_user, testbed.squid_password)
     with fastnet.Client(
-        trust_env=False, proxy=Proxy.http(*testbed.squid), proxy_authenticator=auth
+        trust_env=False, proxy=fastnet.Proxy.http(*testbed.squid), proxy_authenticator=auth
     ) as client:
         r = client.get(testbed.url("/whoami"))
         assert r.status_code == 200 and via_squid(r)
@@ -161,7 +155,9 @@ def test_proxies_origin_credentials_never_reach_the_proxy_log(testbed):
     # a CONNECT tunnel.
     with MockServer(host="127.0.0.2") as origin:
         origin.enqueue(MockResponse(200, body=b"ok"))
-        proxy = Proxy.http(*testbed.squid, username=testbed.squid_user, password=testbed.squid_password)
+        proxy = fastnet.Proxy.http(
+            *testbed.squid, username=testbed.squid_user, password=testbed.squid_password
+        )
         with fastnet.Client(trust_env=False, proxy=proxy) as client:
             r = client.get(origin.url("/a"), headers={"Authorization": "Bearer origin-token"})
             assert r.status_code == 200
@@ -176,7 +172,7 @@ def test_proxies_origin_credentials_never_reach_the_proxy_log(testbed):
 def test_proxies_https_through_squid_connect(testbed):
     offset = squid_log_offset(testbed)
     dns = RefusingDns()
-    proxy = Proxy.http(*testbed.squid_open)
+    proxy = fastnet.Proxy.http(*testbed.squid_open)
     with fastnet.Client(trust_env=False, proxy=proxy, dns=dns, verify=testbed.ca_path) as client:
         # "localhost" is resolved by squid (its hosts file), never by the client
         url = f"https://localhost:{testbed.https_port}/whoami"
@@ -196,7 +192,7 @@ def test_proxies_connect_sends_only_host_proxy_connection_and_user_agent():
     with MockServer(tls=True) as proxy_server:
         proxy_server.enqueue(MockResponse(200, reason="Connection established", tunnel=True))
         proxy_server.enqueue(MockResponse(200, body=b"inside"))
-        proxy = Proxy.http("127.0.0.1", proxy_server.port)
+        proxy = fastnet.Proxy.http("127.0.0.1", proxy_server.port)
         with fastnet.Client(
             trust_env=False, proxy=proxy, verify=proxy_server.client_ssl_context(), user_agent="ua-test/1"
         ) as client:
@@ -221,7 +217,7 @@ class RecordingAuthenticator:
     """Answers the proxy's challenges with Basic credentials, recording what it was shown."""
 
     def __init__(self, user: str, password: str, *, preemptive: bool) -> None:
-        self.basic = BasicAuthenticator(user, password)
+        self.basic = fastnet.BasicAuthenticator(user, password)
         self.preemptive = preemptive
         self.seen: list[tuple[int, str, list[str]]] = []
 
@@ -235,7 +231,10 @@ class RecordingAuthenticator:
 def test_proxies_https_connect_preemptive_auth(testbed):
     auth = RecordingAuthenticator(testbed.squid_user, testbed.squid_password, preemptive=True)
     with fastnet.Client(
-        trust_env=False, proxy=Proxy.http(*testbed.squid), proxy_authenticator=auth, verify=testbed.ca_path
+        trust_env=False,
+        proxy=fastnet.Proxy.http(*testbed.squid),
+        proxy_authenticator=auth,
+        verify=testbed.ca_path,
     ) as client:
         r = client.get(testbed.url("/whoami", tls=True))
         assert r.status_code == 200 and r.history == []
@@ -246,7 +245,10 @@ def test_proxies_https_connect_preemptive_auth(testbed):
 def test_proxies_https_connect_reactive_auth(testbed):
     auth = RecordingAuthenticator(testbed.squid_user, testbed.squid_password, preemptive=False)
     with fastnet.Client(
-        trust_env=False, proxy=Proxy.http(*testbed.squid), proxy_authenticator=auth, verify=testbed.ca_path
+        trust_env=False,
+        proxy=fastnet.Proxy.http(*testbed.squid),
+        proxy_authenticator=auth,
+        verify=testbed.ca_path,
     ) as client:
         r = client.get(testbed.url("/whoami", tls=True))
         assert r.status_code == 200 and "scheme=https" in r.text
@@ -258,14 +260,17 @@ def test_proxies_https_connect_reactive_auth(testbed):
 
 
 def test_proxies_https_connect_wrong_password(testbed):
-    auth = BasicAuthenticator(testbed.squid_user, "wrong")
+    auth = fastnet.BasicAuthenticator(testbed.squid_user, "wrong")
     with fastnet.Client(
-        trust_env=False, proxy=Proxy.http(*testbed.squid), proxy_authenticator=auth, verify=testbed.ca_path
+        trust_env=False,
+        proxy=fastnet.Proxy.http(*testbed.squid),
+        proxy_authenticator=auth,
+        verify=testbed.ca_path,
     ) as client:
-        with pytest.raises(ProxyError) as info:
+        with pytest.raises(fastnet.ProxyError) as info:
             client.get(testbed.url("/whoami", tls=True))
         assert info.value.status_code == 407
-        assert info.value.proxy == Proxy.http(*testbed.squid)
+        assert info.value.proxy == fastnet.Proxy.http(*testbed.squid)
         assert "wrong" not in str(info.value)
         assert_pool_clean(client)
 
@@ -274,11 +279,11 @@ def test_proxies_https_connect_wrong_password(testbed):
 
 
 def test_proxies_socks5_without_auth(testbed):
-    proxy = Proxy.socks(*testbed.socks5)
+    proxy = fastnet.Proxy.socks(*testbed.socks5)
     with fastnet.Client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
         r = client.get(testbed.url("/whoami", host="127.0.0.3"))
         assert r.status_code == 200 and "addr=127.0.0.3" in r.text
-        assert r.route.proxy is proxy and r.route.proxy.type is ProxyType.SOCKS
+        assert r.route.proxy is proxy and r.route.proxy.type is fastnet.ProxyType.SOCKS
         r = client.get(testbed.url("/whoami", host="127.0.0.3", tls=True))
         assert r.status_code == 200 and "scheme=https" in r.text
         assert client.get(testbed.url("/whoami", host="127.0.0.3")).status_code == 200
@@ -286,7 +291,9 @@ def test_proxies_socks5_without_auth(testbed):
 
 
 def test_proxies_socks5_with_auth(testbed):
-    proxy = Proxy.socks(*testbed.socks5_auth, username=testbed.socks_user, password=testbed.socks_password)
+    proxy = fastnet.Proxy.socks(
+        *testbed.socks5_auth, username=testbed.socks_user, password=testbed.socks_password
+    )
     with fastnet.Client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
         assert client.get(testbed.url("/whoami", tls=True)).status_code == 200
     url = f"socks5h://{testbed.socks_user}:{testbed.socks_password}@127.0.0.1:{testbed.socks5_auth[1]}"
@@ -295,21 +302,21 @@ def test_proxies_socks5_with_auth(testbed):
 
 
 def test_proxies_socks5_auth_missing_or_wrong(testbed):
-    with fastnet.Client(trust_env=False, proxy=Proxy.socks(*testbed.socks5_auth)) as client:
-        with pytest.raises(ProxyError) as info:
+    with fastnet.Client(trust_env=False, proxy=fastnet.Proxy.socks(*testbed.socks5_auth)) as client:
+        with pytest.raises(fastnet.ProxyError) as info:
             client.get(testbed.url("/whoami"))
         assert "requires authentication" in str(info.value)
-        assert info.value.proxy == Proxy.socks(*testbed.socks5_auth)
-    wrong = Proxy.socks(*testbed.socks5_auth, username=testbed.socks_user, password="not-it")
+        assert info.value.proxy == fastnet.Proxy.socks(*testbed.socks5_auth)
+    wrong = fastnet.Proxy.socks(*testbed.socks5_auth, username=testbed.socks_user, password="not-it")
     with fastnet.Client(trust_env=False, proxy=wrong) as client:
-        with pytest.raises(ProxyError) as info:
+        with pytest.raises(fastnet.ProxyError) as info:
             client.get(testbed.url("/whoami"))
         assert "rejected" in str(info.value) and "not-it" not in str(info.value)
 
 
 def test_proxies_socks5_remote_dns(testbed):
     dns = RefusingDns()
-    with fastnet.Client(trust_env=False, proxy=Proxy.socks(*testbed.socks5), dns=dns) as client:
+    with fastnet.Client(trust_env=False, proxy=fastnet.Proxy.socks(*testbed.socks5), dns=dns) as client:
         r = client.get(f"http://localhost:{testbed.http_port}/whoami")
         assert r.status_code == 200 and "host=localhost" in r.text
         assert "<unresolved>" in str(r.route)
@@ -319,7 +326,7 @@ def test_proxies_socks5_remote_dns(testbed):
 def test_proxies_socks5_local_dns(testbed):
     # socks5:// (not socks5h://): the client resolves, with its own Dns, and sends the IP
     dns = MapDns({"origin.test": ["127.0.0.2"]})
-    proxy = Proxy.from_url(f"socks5://127.0.0.1:{testbed.socks5[1]}")
+    proxy = fastnet.Proxy.from_url(f"socks5://127.0.0.1:{testbed.socks5[1]}")
     assert not proxy.remote_dns
     with fastnet.Client(trust_env=False, proxy=proxy, dns=dns) as client:
         r = client.get(f"http://origin.test:{testbed.http_port}/whoami")
@@ -329,7 +336,7 @@ def test_proxies_socks5_local_dns(testbed):
 
 
 def test_proxies_socks5_ipv6(testbed):
-    proxy = Proxy.socks("::1", testbed.socks5[1])
+    proxy = fastnet.Proxy.socks("::1", testbed.socks5[1])
     with fastnet.Client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
         r = client.get(testbed.url("/whoami", host="::1"))
         assert r.status_code == 200 and "addr=::1" in r.text
@@ -338,7 +345,7 @@ def test_proxies_socks5_ipv6(testbed):
 
 
 def test_proxies_http_proxy_over_ipv6(testbed):
-    proxy = Proxy.http("::1", testbed.squid_open[1])
+    proxy = fastnet.Proxy.http("::1", testbed.squid_open[1])
     with fastnet.Client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
         assert via_squid(client.get(testbed.url("/whoami", host="::1")))
         assert "scheme=https" in client.get(testbed.url("/whoami", host="::1", tls=True)).text
@@ -347,10 +354,12 @@ def test_proxies_http_proxy_over_ipv6(testbed):
 def test_proxies_socks4_through_dante(testbed):
     # dante speaks SOCKS4 as well (IPv4 targets; it rejects SOCKS4a names, which is a clear ProxyError)
     dns = RefusingDns()
-    with fastnet.Client(trust_env=False, proxy=Proxy.socks(*testbed.socks5, version=4), dns=dns) as client:
+    with fastnet.Client(
+        trust_env=False, proxy=fastnet.Proxy.socks(*testbed.socks5, version=4), dns=dns
+    ) as client:
         r = client.get(testbed.url("/whoami", host="127.0.0.2"))
         assert r.status_code == 200 and "addr=127.0.0.2" in r.text
-        with pytest.raises(ProxyError) as info:
+        with pytest.raises(fastnet.ProxyError) as info:
             client.get(f"http://localhost:{testbed.http_port}/whoami")
         assert "SOCKS4 reply 91" in str(info.value)
     assert dns.asked == []
@@ -360,8 +369,8 @@ def test_proxies_socks4_through_dante(testbed):
 
 
 def test_proxies_per_request_override_shares_the_pool(testbed):
-    squid = Proxy.http(*testbed.squid_open)
-    socks = Proxy.socks(*testbed.socks5)
+    squid = fastnet.Proxy.http(*testbed.squid_open)
+    socks = fastnet.Proxy.socks(*testbed.socks5)
     url = testbed.url("/whoami")
     with fastnet.Client(trust_env=False) as client:
         direct = client.get(url)
@@ -386,14 +395,14 @@ def test_proxies_per_request_override_shares_the_pool(testbed):
 
 
 def test_proxies_no_proxy_disables_the_client_proxy(testbed, monkeypatch):
-    refused = Proxy.http(*testbed.refused)  # nothing listens there
+    refused = fastnet.Proxy.http(*testbed.refused)  # nothing listens there
     with fastnet.Client(trust_env=False, proxy=refused) as client:
-        r = client.get(testbed.url("/whoami"), proxy=Proxy.NO_PROXY)
+        r = client.get(testbed.url("/whoami"), proxy=fastnet.Proxy.NO_PROXY)
         assert r.status_code == 200 and r.route.proxy.is_direct
         with pytest.raises(fastnet.ConnectError):
             client.get(testbed.url("/whoami"))
     monkeypatch.setenv("http_proxy", f"http://{testbed.refused[0]}:{testbed.refused[1]}")
-    with fastnet.Client(proxy=Proxy.NO_PROXY) as client:
+    with fastnet.Client(proxy=fastnet.Proxy.NO_PROXY) as client:
         r = client.get(testbed.url("/whoami"))
         assert r.status_code == 200 and r.route.proxy.is_direct
 
@@ -427,7 +436,7 @@ def test_proxies_env_selector_read_once_per_client(testbed, monkeypatch):
     with fastnet.Client() as fresh:  # a new client reads the new environment
         with pytest.raises(fastnet.ConnectError):
             fresh.get(testbed.url("/whoami"))
-        assert fresh.get(testbed.url("/whoami"), proxy=Proxy.NO_PROXY).status_code == 200
+        assert fresh.get(testbed.url("/whoami"), proxy=fastnet.Proxy.NO_PROXY).status_code == 200
     with fastnet.Client(trust_env=False) as ignoring:
         assert ignoring.get(testbed.url("/whoami")).route.proxy.is_direct
 
@@ -442,7 +451,7 @@ def test_proxies_env_lowercase_wins(testbed, monkeypatch):
     monkeypatch.setenv("all_proxy", f"socks5h://{testbed.socks5[0]}:{testbed.socks5[1]}")
     with fastnet.Client() as client:
         r = client.get(testbed.url("/whoami"))
-        assert r.route.proxy == Proxy.socks(*testbed.socks5)
+        assert r.route.proxy == fastnet.Proxy.socks(*testbed.socks5)
 
 
 # --------------------------------------------------------------------------------------- HTTPS proxy
@@ -528,7 +537,7 @@ class TlsTerminator:
 
 def test_proxies_https_proxy_http_origin(testbed):
     with TlsTerminator(testbed, testbed.squid_open) as terminator:
-        proxy = Proxy.https(*terminator.address)
+        proxy = fastnet.Proxy.https(*terminator.address)
         assert proxy.tls and proxy.scheme == "https"
         with fastnet.Client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
             for _ in range(3):
@@ -543,7 +552,7 @@ def test_proxies_https_proxy_http_origin(testbed):
 
 def test_proxies_https_proxy_https_origin_tls_inside_tls(testbed):
     with TlsTerminator(testbed, testbed.squid_open) as terminator:
-        proxy = Proxy.https(*terminator.address)
+        proxy = fastnet.Proxy.https(*terminator.address)
         with fastnet.Client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
             r = client.get(testbed.url("/whoami", tls=True))
             assert r.status_code == 200 and "scheme=https" in r.text
@@ -561,7 +570,7 @@ def test_proxies_https_proxy_https_origin_tls_inside_tls(testbed):
 def test_proxies_tls_inside_tls_survives_the_idle_health_check(testbed):
     with TlsTerminator(testbed, testbed.squid_open) as terminator:
         with fastnet.Client(
-            trust_env=False, proxy=Proxy.https(*terminator.address), verify=testbed.ca_path
+            trust_env=False, proxy=fastnet.Proxy.https(*terminator.address), verify=testbed.ca_path
         ) as client:
             assert client.get(testbed.url("/whoami", tls=True)).status_code == 200
             time.sleep(1.2)  # idle longer than the pool's probe threshold: the socket is checked
@@ -572,8 +581,8 @@ def test_proxies_tls_inside_tls_survives_the_idle_health_check(testbed):
 
 def test_proxies_https_proxy_with_auth_through_tls(testbed):
     with TlsTerminator(testbed, testbed.squid) as terminator:
-        auth = BasicAuthenticator(testbed.squid_user, testbed.squid_password)
-        proxy = Proxy.https(*terminator.address)
+        auth = fastnet.BasicAuthenticator(testbed.squid_user, testbed.squid_password)
+        proxy = fastnet.Proxy.https(*terminator.address)
         with fastnet.Client(
             trust_env=False, proxy=proxy, proxy_authenticator=auth, verify=testbed.ca_path
         ) as client:
@@ -584,8 +593,8 @@ def test_proxies_https_proxy_with_auth_through_tls(testbed):
 
 def test_proxies_https_proxy_untrusted_certificate(testbed):
     with TlsTerminator(testbed, testbed.squid_open) as terminator:
-        with fastnet.Client(trust_env=False, proxy=Proxy.https(*terminator.address)) as client:
-            with pytest.raises(TlsVerificationError):
+        with fastnet.Client(trust_env=False, proxy=fastnet.Proxy.https(*terminator.address)) as client:
+            with pytest.raises(fastnet.TlsVerificationError):
                 client.get(testbed.url("/whoami", tls=True))
             assert_pool_clean(client)
 
@@ -604,7 +613,7 @@ def test_proxies_https_proxy_407_close_reconnects_over_tls(testbed):
             def authenticate(self, route: Any, response: Any) -> Any:
                 if response.reason == "Preemptive Authenticate":
                     return None
-                return BasicAuthenticator("puser", "ppass").authenticate(route, response)
+                return fastnet.BasicAuthenticator("puser", "ppass").authenticate(route, response)
 
         # the terminator's certificate comes from the testbed CA, the origin's from the mock's: trust both
         context = scripted.client_ssl_context()
@@ -612,7 +621,7 @@ def test_proxies_https_proxy_407_close_reconnects_over_tls(testbed):
         with TlsTerminator(testbed, ("127.0.0.1", scripted.port)) as terminator:
             with fastnet.Client(
                 trust_env=False,
-                proxy=Proxy.https(*terminator.address),
+                proxy=fastnet.Proxy.https(*terminator.address),
                 proxy_authenticator=Reactive(),
                 verify=context,
             ) as client:

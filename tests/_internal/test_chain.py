@@ -3,27 +3,14 @@ timeouts and the order of EventListener events."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conftest import make_fast_client
 from fakes import FakeDns, RecordingEventListener, RecordingListener
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
-
-
-@pytest.fixture
-def server() -> Iterator[MockServer]:
-    with MockServer() as s:
-        yield s
-
-
-def _client(**options: Any) -> fastnet.Client:
-    options.setdefault("trust_env", False)
-    options.setdefault("read_timeout", 5)
-    options.setdefault("connect_timeout", 5)
-    return fastnet.Client(**options)
 
 
 def test_chain_order_application_bridge_network(server: MockServer) -> None:
@@ -44,7 +31,7 @@ def test_chain_order_application_bridge_network(server: MockServer) -> None:
     import gzip
 
     server.enqueue(MockResponse(200, headers={"Content-Encoding": "gzip"}, body=gzip.compress(b"zipped")))
-    with _client(interceptors=[app], network_interceptors=[network]) as client:
+    with make_fast_client(interceptors=[app], network_interceptors=[network]) as client:
         r = client.get(server.url("/"))
     host = f"127.0.0.1:{server.port}"
     # the application interceptor runs before the bridge (no Host yet) and sees the decoded response;
@@ -70,7 +57,7 @@ def test_chain_interceptor_objects_and_functions_mixed(server: MockServer) -> No
         return chain.proceed(chain.request)
 
     server.enqueue(MockResponse(200))
-    with _client(interceptors=[Tag("a"), func, Tag("b")], network_interceptors=[Tag("n")]) as client:
+    with make_fast_client(interceptors=[Tag("a"), func, Tag("b")], network_interceptors=[Tag("n")]) as client:
         client.get(server.url("/"))
     assert order == ["a", "func", "b", "n"]
     assert server.take_request().header_values("x-trace") == ["a", "b", "n"]
@@ -80,7 +67,7 @@ def test_chain_short_circuit_without_network(server: MockServer) -> None:
     def cached(chain: fastnet.Chain) -> fastnet.Response:
         return fastnet.Response(200, headers={"X-Cache": "hit"}, content=b"from cache", request=chain.request)
 
-    with _client(interceptors=[cached]) as client:
+    with make_fast_client(interceptors=[cached]) as client:
         r = client.get(server.url("/c"))
         assert r.status_code == 200 and r.content == b"from cache" and r.headers["x-cache"] == "hit"
         assert str(r.url) == server.url("/c")
@@ -95,7 +82,7 @@ def test_chain_application_interceptor_may_proceed_twice(server: MockServer) -> 
         return chain.proceed(chain.request.replace(url=server.url("/second")))
 
     server.enqueue(MockResponse(200, body=b"one"), MockResponse(200, body=b"two"))
-    with _client(interceptors=[twice]) as client:
+    with make_fast_client(interceptors=[twice]) as client:
         assert client.get(server.url("/first")).content == b"two"
     assert [server.take_request().path for _ in range(2)] == ["/first", "/second"]
 
@@ -106,7 +93,7 @@ def test_chain_network_interceptor_must_proceed_once(server: MockServer) -> None
         return chain.proceed(chain.request)
 
     server.enqueue(MockResponse(200), MockResponse(200))
-    with _client(network_interceptors=[twice]) as client:
+    with make_fast_client(network_interceptors=[twice]) as client:
         with pytest.raises(RuntimeError, match="exactly once"):
             client.get(server.url("/"))
     assert server.request_count == 1  # the second proceed was refused before anything was sent
@@ -116,7 +103,7 @@ def test_chain_network_interceptor_may_not_skip_proceed(server: MockServer) -> N
     def never(chain: fastnet.Chain) -> fastnet.Response:
         return fastnet.Response(200, request=chain.request)
 
-    with _client(network_interceptors=[never]) as client:
+    with make_fast_client(network_interceptors=[never]) as client:
         with pytest.raises(RuntimeError, match="exactly once"):
             client.get(server.url("/"))
         assert client.connection_pool.connection_count() == 0
@@ -129,14 +116,14 @@ def test_chain_network_interceptor_must_keep_host_and_port(server: MockServer, c
         other = url.replace(host="127.0.0.2") if change == "host" else url.replace(port=url.port + 1)
         return chain.proceed(chain.request.replace(url=other))
 
-    with _client(network_interceptors=[redirect]) as client:
+    with make_fast_client(network_interceptors=[redirect]) as client:
         with pytest.raises(RuntimeError, match="same host and port"):
             client.get(server.url("/"))
     assert server.request_count == 0
 
 
 def test_chain_interceptor_returning_none(server: MockServer) -> None:
-    with _client(interceptors=[lambda chain: None]) as client:
+    with make_fast_client(interceptors=[lambda chain: None]) as client:
         with pytest.raises(RuntimeError, match="returned None"):
             client.get(server.url("/"))
 
@@ -148,7 +135,7 @@ def test_chain_interceptor_exception_propagates(server: MockServer) -> None:
     def boom(chain: fastnet.Chain) -> fastnet.Response:
         raise Boom("from interceptor")
 
-    with _client(network_interceptors=[boom]) as client:
+    with make_fast_client(network_interceptors=[boom]) as client:
         with pytest.raises(Boom):
             client.get(server.url("/"))
         assert client.connection_pool.connection_count() == 0
@@ -167,7 +154,7 @@ def test_chain_connection_none_for_application_interceptors(server: MockServer) 
         return chain.proceed(chain.request)
 
     server.enqueue(MockResponse(200))
-    with _client(interceptors=[app], network_interceptors=[network]) as client:
+    with make_fast_client(interceptors=[app], network_interceptors=[network]) as client:
         call = client.new_call(fastnet.Request("GET", server.url("/")))
         call.execute()
     assert seen["app"] is None
@@ -187,7 +174,7 @@ def test_chain_timeouts_readable(server: MockServer) -> None:
         return chain.proceed(chain.request)
 
     server.enqueue(MockResponse(200))
-    with _client(
+    with make_fast_client(
         connect_timeout=1, read_timeout=2, write_timeout=3, interceptors=[app], network_interceptors=[network]
     ) as client:
         client.get(server.url("/"))
@@ -199,7 +186,9 @@ def test_chain_with_read_timeout_applies_to_the_read(server: MockServer) -> None
         return chain.with_read_timeout(0.2).proceed(chain.request)
 
     server.enqueue(MockResponse(200, head_delay=3.0))
-    with _client(read_timeout=30, interceptors=[impatient], retry_on_connection_failure=False) as client:
+    with make_fast_client(
+        read_timeout=30, interceptors=[impatient], retry_on_connection_failure=False
+    ) as client:
         with pytest.raises(fastnet.ReadTimeout):
             client.get(server.url("/"))
 
@@ -209,7 +198,7 @@ def test_chain_timeouts_not_adjustable_in_network_interceptors(server: MockServe
         return chain.with_read_timeout(1).proceed(chain.request)
 
     server.enqueue(MockResponse(200))
-    with _client(network_interceptors=[network]) as client:
+    with make_fast_client(network_interceptors=[network]) as client:
         with pytest.raises(RuntimeError, match="network interceptor"):
             client.get(server.url("/"))
 
@@ -218,7 +207,7 @@ def test_chain_with_timeout_validates(server: MockServer) -> None:
     def bad(chain: fastnet.Chain) -> fastnet.Response:
         return chain.with_read_timeout(-1).proceed(chain.request)
 
-    with _client(interceptors=[bad]) as client:
+    with make_fast_client(interceptors=[bad]) as client:
         with pytest.raises(ValueError, match="read_timeout"):
             client.get(server.url("/"))
 
@@ -229,7 +218,7 @@ def test_chain_interceptor_rewrites_request(server: MockServer) -> None:
         return chain.proceed(request.replace(method="POST", body=b"added", url=server.url("/rewritten")))
 
     server.enqueue(MockResponse(200))
-    with _client(interceptors=[rewrite]) as client:
+    with make_fast_client(interceptors=[rewrite]) as client:
         r = client.get(server.url("/original"))
     rec = server.take_request()
     assert rec.method == "POST" and rec.path == "/rewritten" and rec.body == b"added"
@@ -243,7 +232,7 @@ def test_chain_events_order_fresh_then_pooled_connection(server: MockServer) -> 
     recorder = RecordingListener()
     dns = FakeDns({"app.test": ["127.0.0.1"]})
     server.enqueue(MockResponse(200, body=b"a"), MockResponse(200, body=b"b"))
-    with _client(event_listener=recorder, dns=dns) as client:
+    with make_fast_client(event_listener=recorder, dns=dns) as client:
         client.get(server.url("/", host="app.test"))
         first = recorder.names()
         recorder.events.clear()
@@ -287,7 +276,7 @@ def test_chain_events_order_fresh_then_pooled_connection(server: MockServer) -> 
 def test_chain_events_request_body(server: MockServer) -> None:
     recorder = RecordingListener()
     server.enqueue(MockResponse(200))
-    with _client(event_listener=recorder) as client:
+    with make_fast_client(event_listener=recorder) as client:
         client.post(server.url("/"), body=b"12345")
     names = recorder.names()
     i = names.index("request_headers_end")
@@ -298,7 +287,7 @@ def test_chain_events_request_body(server: MockServer) -> None:
 def test_chain_events_failure(server: MockServer) -> None:
     recorder = RecordingListener()
     server.enqueue(MockResponse(raw=b"garbage\r\n\r\n"))
-    with _client(event_listener=recorder) as client:
+    with make_fast_client(event_listener=recorder) as client:
         with pytest.raises(fastnet.ProtocolError):
             client.get(server.url("/"))
     names = recorder.names()
@@ -309,7 +298,7 @@ def test_chain_events_failure(server: MockServer) -> None:
 
 def test_chain_events_cancel(server: MockServer) -> None:
     recorder = RecordingListener()
-    with _client(event_listener=recorder) as client:
+    with make_fast_client(event_listener=recorder) as client:
         call = client.new_call(fastnet.Request("GET", server.url("/")))
         call.cancel()
         with pytest.raises(fastnet.CanceledError):
@@ -326,7 +315,7 @@ def test_chain_events_factory_one_listener_per_call(server: MockServer) -> None:
         return listener
 
     server.enqueue(MockResponse(200), MockResponse(200))
-    with _client(event_listener_factory=factory) as client:
+    with make_fast_client(event_listener_factory=factory) as client:
         client.get(server.url("/"))
         client.get(server.url("/"))
     assert len(made) == 2
@@ -336,7 +325,7 @@ def test_chain_events_factory_one_listener_per_call(server: MockServer) -> None:
 def test_chain_events_body_end_after_stream_read(server: MockServer) -> None:
     recorder = RecordingListener()
     server.enqueue(MockResponse(200, body=b"x" * 1000))
-    with _client(event_listener=recorder) as client:
+    with make_fast_client(event_listener=recorder) as client:
         with client.stream("GET", server.url("/")) as r:
             assert "call_end" not in recorder.names()
             r.read()

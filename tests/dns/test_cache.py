@@ -6,19 +6,21 @@ import importlib
 import socket
 import threading
 import time
+import types
 
 import pytest
+from conftest import Twins
 from dnsfaults import FaultDnsServer
 
 from fastnet import _compat
+from fastnet.dns import UdpDns
 from fastnet.exceptions import UnknownHostError
 
 
-@pytest.fixture(params=["py", "c"])
-def impl(request):
-    if request.param == "c" and _compat.NO_EXTENSIONS:
-        pytest.skip("pure-Python build (FASTNET_NO_EXTENSIONS)")
-    return importlib.import_module(f"fastnet.dns._cache_{request.param}")
+@pytest.fixture
+def impl(twins: Twins) -> types.ModuleType:
+    """The pure and the compiled twin of the DNS cache unit (DnsCache, IpBlacklist, CachingDns)."""
+    return twins("fastnet.dns.cache")
 
 
 class Upstream:
@@ -316,8 +318,6 @@ def test_caching_dns_single_flight_shares_failures(impl):
 
 def test_caching_dns_single_flight_one_query_at_the_server(impl):
     """32 threads miss at once: one A and one AAAA query reach the DNS server."""
-    from fastnet.dns import UdpDns
-
     with FaultDnsServer() as server:
         server.add("app.test", "A", "127.0.0.1", "127.0.0.2")
         server.fault("app.test", "slow", delay=0.3)

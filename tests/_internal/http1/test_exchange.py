@@ -6,20 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from conftest import make_fast_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
 
 @pytest.fixture
-def server() -> Iterator[MockServer]:
-    with MockServer() as s:
-        yield s
-
-
-@pytest.fixture
-def client() -> Iterator[fastnet.Client]:
-    with fastnet.Client(trust_env=False, read_timeout=2, connect_timeout=5) as c:
+def impatient_client() -> Iterator[fastnet.Client]:
+    """``fast_client`` with a 2 s read timeout: a response the client wrongly waits on fails in 2 s."""
+    with make_fast_client(read_timeout=2) as c:
         yield c
 
 
@@ -53,115 +49,149 @@ def _expect_error_then_fresh_connection(
         (b"HTTP/3.0 200 OK\r\nContent-Length: 0\r\n\r\n", "HTTP/3.0"),
     ],
 )
-def test_bad_status_line(server: MockServer, client: fastnet.Client, raw: bytes, match: str) -> None:
-    exc = _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError, match)
+def test_bad_status_line(
+    server: MockServer, impatient_client: fastnet.Client, raw: bytes, match: str
+) -> None:
+    exc = _expect_error_then_fresh_connection(server, impatient_client, raw, fastnet.ProtocolError, match)
     assert str(exc.url) == server.url("/bad")  # type: ignore[attr-defined]
 
 
-def test_bad_header_line_without_colon(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_header_line_without_colon(server: MockServer, impatient_client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nNoColonHere\r\n\r\n"
-    _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError, "NoColonHere")
+    _expect_error_then_fresh_connection(server, impatient_client, raw, fastnet.ProtocolError, "NoColonHere")
 
 
-def test_bad_obs_fold(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_obs_fold(server: MockServer, impatient_client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nX-Long: a\r\n  folded\r\nContent-Length: 0\r\n\r\n"
-    _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError, "folded|fold")
+    _expect_error_then_fresh_connection(server, impatient_client, raw, fastnet.ProtocolError, "folded|fold")
 
 
-def test_bad_header_name(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_header_name(server: MockServer, impatient_client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nBad Name: x\r\nContent-Length: 0\r\n\r\n"
-    _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError, "Bad Name")
+    _expect_error_then_fresh_connection(server, impatient_client, raw, fastnet.ProtocolError, "Bad Name")
 
 
 @pytest.mark.parametrize("size", [b"zz", b"-1", b"", b"0x10", b"fffffffffffffffffffff"])
-def test_bad_chunk_size(server: MockServer, client: fastnet.Client, size: bytes) -> None:
+def test_bad_chunk_size(server: MockServer, impatient_client: fastnet.Client, size: bytes) -> None:
     raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + size + b"\r\nabc\r\n0\r\n\r\n"
-    _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError, "(?i)chunk")
+    _expect_error_then_fresh_connection(server, impatient_client, raw, fastnet.ProtocolError, "(?i)chunk")
 
 
-def test_bad_chunk_missing_crlf_after_data(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_chunk_missing_crlf_after_data(server: MockServer, impatient_client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXX0\r\n\r\n"
-    _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError, "chunk|CRLF|abcXX")
+    _expect_error_then_fresh_connection(
+        server, impatient_client, raw, fastnet.ProtocolError, "chunk|CRLF|abcXX"
+    )
 
 
-def test_bad_content_length_shorter_body_then_eof(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_content_length_shorter_body_then_eof(
+    server: MockServer, impatient_client: fastnet.Client
+) -> None:
     raw = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this"
     _expect_error_then_fresh_connection(
-        server, client, raw, fastnet.ProtocolError, "end of stream", policy=SocketPolicy.CLOSE_AFTER_RESPONSE
+        server,
+        impatient_client,
+        raw,
+        fastnet.ProtocolError,
+        "end of stream",
+        policy=SocketPolicy.CLOSE_AFTER_RESPONSE,
     )
 
 
-def test_bad_eof_mid_large_body(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_eof_mid_large_body(server: MockServer, impatient_client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n" + b"x" * 300_000
     _expect_error_then_fresh_connection(
-        server, client, raw, fastnet.ProtocolError, "end of stream", policy=SocketPolicy.CLOSE_AFTER_RESPONSE
+        server,
+        impatient_client,
+        raw,
+        fastnet.ProtocolError,
+        "end of stream",
+        policy=SocketPolicy.CLOSE_AFTER_RESPONSE,
     )
 
 
-def test_bad_eof_mid_chunked_body(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_eof_mid_chunked_body(server: MockServer, impatient_client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nabc"
     _expect_error_then_fresh_connection(
-        server, client, raw, fastnet.ProtocolError, "end of stream", policy=SocketPolicy.CLOSE_AFTER_RESPONSE
+        server,
+        impatient_client,
+        raw,
+        fastnet.ProtocolError,
+        "end of stream",
+        policy=SocketPolicy.CLOSE_AFTER_RESPONSE,
     )
 
 
-def test_bad_eof_mid_body_streaming(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_eof_mid_body_streaming(server: MockServer, impatient_client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial"
     server.enqueue(MockResponse(raw=raw, policy=SocketPolicy.CLOSE_AFTER_RESPONSE))
-    with client.stream("GET", server.url("/")) as r:
+    with impatient_client.stream("GET", server.url("/")) as r:
         with pytest.raises(fastnet.ProtocolError, match="end of stream"):
             list(r.iter_bytes())
-    assert client.connection_pool.connection_count() == 0
+    assert impatient_client.connection_pool.connection_count() == 0
 
 
-def test_bad_eof_in_head(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_eof_in_head(server: MockServer, impatient_client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nContent-Len"
     _expect_error_then_fresh_connection(
-        server, client, raw, fastnet.ProtocolError, "end of stream", policy=SocketPolicy.CLOSE_AFTER_RESPONSE
+        server,
+        impatient_client,
+        raw,
+        fastnet.ProtocolError,
+        "end of stream",
+        policy=SocketPolicy.CLOSE_AFTER_RESPONSE,
     )
 
 
-def test_bad_content_length_twice_different(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_content_length_twice_different(server: MockServer, impatient_client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd"
-    _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError, "Content-Length")
+    _expect_error_then_fresh_connection(
+        server, impatient_client, raw, fastnet.ProtocolError, "Content-Length"
+    )
 
 
-def test_bad_content_length_not_a_number(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_content_length_not_a_number(server: MockServer, impatient_client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nContent-Length: 3x\r\n\r\nabc"
-    _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError, "Content-Length")
+    _expect_error_then_fresh_connection(
+        server, impatient_client, raw, fastnet.ProtocolError, "Content-Length"
+    )
 
 
-def test_bad_content_length_and_transfer_encoding(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_content_length_and_transfer_encoding(
+    server: MockServer, impatient_client: fastnet.Client
+) -> None:
     raw = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
     _expect_error_then_fresh_connection(
-        server, client, raw, fastnet.ProtocolError, "Content-Length|Transfer-Encoding"
+        server, impatient_client, raw, fastnet.ProtocolError, "Content-Length|Transfer-Encoding"
     )
 
 
-def test_bad_body_longer_than_promised(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_body_longer_than_promised(server: MockServer, impatient_client: fastnet.Client) -> None:
     # the promised bytes are the body; the extra bytes make the connection unusable, so it is closed
     raw = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcEXTRA"
     server.enqueue(MockResponse(raw=raw), MockResponse(200, body=b"good"))
-    assert client.get(server.url("/")).content == b"abc"
-    assert client.connection_pool.connection_count() == 0
-    assert client.get(server.url("/")).content == b"good"
+    assert impatient_client.get(server.url("/")).content == b"abc"
+    assert impatient_client.connection_pool.connection_count() == 0
+    assert impatient_client.get(server.url("/")).content == b"good"
     assert server.take_request().connection_index != server.take_request().connection_index
 
 
-def test_bad_nonzero_content_length_on_204(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_nonzero_content_length_on_204(server: MockServer, impatient_client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello"
-    _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError, "204")
+    _expect_error_then_fresh_connection(server, impatient_client, raw, fastnet.ProtocolError, "204")
 
 
-def test_bad_oversized_header_block(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_oversized_header_block(server: MockServer, impatient_client: fastnet.Client) -> None:
     headers = b"".join(b"X-Filler-%d: %s\r\n" % (i, b"v" * 1000) for i in range(300))  # ~300 KiB
     raw = b"HTTP/1.1 200 OK\r\n" + headers + b"Content-Length: 0\r\n\r\n"
-    _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError, "header|line|large|long")
+    _expect_error_then_fresh_connection(
+        server, impatient_client, raw, fastnet.ProtocolError, "header|line|large|long"
+    )
 
 
-def test_bad_oversized_header_line(server: MockServer, client: fastnet.Client) -> None:
+def test_bad_oversized_header_line(server: MockServer, impatient_client: fastnet.Client) -> None:
     raw = b"HTTP/1.1 200 OK\r\nX-Huge: " + b"h" * 200_000 + b"\r\nContent-Length: 0\r\n\r\n"
-    exc = _expect_error_then_fresh_connection(server, client, raw, fastnet.ProtocolError, "X-Huge")
+    exc = _expect_error_then_fresh_connection(server, impatient_client, raw, fastnet.ProtocolError, "X-Huge")
     assert len(str(exc)) < 2000  # the offending line is quoted, truncated
 
 
@@ -196,19 +226,19 @@ def test_bad_server_never_answers(server: MockServer) -> None:
     ],
 )
 def test_bad_crlf_injection_in_headers_rejected_before_sending(
-    server: MockServer, client: fastnet.Client, headers: dict[str, str]
+    server: MockServer, impatient_client: fastnet.Client, headers: dict[str, str]
 ) -> None:
     with pytest.raises(ValueError, match="X-A"):
-        client.get(server.url("/"), headers=headers)
+        impatient_client.get(server.url("/"), headers=headers)
     assert server.connection_count == 0 and server.request_count == 0
 
 
 @pytest.mark.parametrize("suffix", ["/p\r\nInjected: 1", "/p HTTP/1.1\r\nX: y", "/?q=\n", "/\x00", "/#\r\n"])
 def test_bad_crlf_injection_in_url_rejected_before_sending(
-    server: MockServer, client: fastnet.Client, suffix: str
+    server: MockServer, impatient_client: fastnet.Client, suffix: str
 ) -> None:
     with pytest.raises(ValueError, match="control character"):
-        client.get(f"http://127.0.0.1:{server.port}{suffix}")
+        impatient_client.get(f"http://127.0.0.1:{server.port}{suffix}")
     assert server.connection_count == 0
 
 
@@ -225,6 +255,6 @@ def test_bad_injection_via_interceptor_rejected(server: MockServer) -> None:
 @pytest.mark.parametrize(
     "url", ["ftp://127.0.0.1/", "file:///etc/passwd", "gopher://h/", "mailto:a@b", "h:80"]
 )
-def test_bad_unknown_url_scheme(client: fastnet.Client, url: str) -> None:
+def test_bad_unknown_url_scheme(impatient_client: fastnet.Client, url: str) -> None:
     with pytest.raises(ValueError, match="scheme"):
-        client.get(url)
+        impatient_client.get(url)

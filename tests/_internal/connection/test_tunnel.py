@@ -9,28 +9,20 @@ import base64
 from typing import Any
 
 import pytest
+from conftest import assert_pool_clean, make_fast_client
 
 import fastnet
-from fastnet import BasicAuthenticator, Proxy
-from fastnet.exceptions import ConnectError, ProxyError
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
 PROXY_CREDS = "Basic " + base64.b64encode(b"puser:ppass").decode()
 
 
 def client_for(proxy_server: MockServer, **options: Any) -> fastnet.Client:
-    options.setdefault("trust_env", False)
-    options.setdefault("proxy", Proxy.http("127.0.0.1", proxy_server.port))
-    options.setdefault("connect_timeout", 5)
-    options.setdefault("read_timeout", 5)
+    """``make_fast_client`` whose proxy is ``proxy_server`` (trusted when it speaks TLS)."""
+    options.setdefault("proxy", fastnet.Proxy.http("127.0.0.1", proxy_server.port))
     if proxy_server.tls:
         options.setdefault("verify", proxy_server.client_ssl_context())
-    return fastnet.Client(**options)
-
-
-def assert_pool_clean(client: fastnet.Client) -> None:
-    pool = client.connection_pool
-    assert pool.connection_count() == pool.idle_connection_count()
+    return make_fast_client(**options)
 
 
 class CountingAuthenticator:
@@ -53,10 +45,10 @@ def test_proxy_faults_proxy_closes_after_connect():
     with MockServer() as proxy_server:
         proxy_server.enqueue(MockResponse(policy=SocketPolicy.DISCONNECT_AFTER_REQUEST))
         with client_for(proxy_server) as client:
-            with pytest.raises(ProxyError) as info:
+            with pytest.raises(fastnet.ProxyError) as info:
                 client.get("https://127.0.0.2:4443/")
             assert "closed the connection during CONNECT" in str(info.value)
-            assert info.value.proxy == Proxy.http("127.0.0.1", proxy_server.port)
+            assert info.value.proxy == fastnet.Proxy.http("127.0.0.1", proxy_server.port)
             assert str(proxy_server.port) in str(info.value)
             assert_pool_clean(client)
 
@@ -65,24 +57,24 @@ def test_proxy_faults_proxy_closes_at_accept():
     with MockServer() as proxy_server:
         proxy_server.enqueue(MockResponse(policy=SocketPolicy.DISCONNECT_AT_START))
         with client_for(proxy_server) as client:
-            with pytest.raises(ProxyError) as info:
+            with pytest.raises(fastnet.ProxyError) as info:
                 client.get("https://127.0.0.2:4443/")
-            assert info.value.proxy == Proxy.http("127.0.0.1", proxy_server.port)
+            assert info.value.proxy == fastnet.Proxy.http("127.0.0.1", proxy_server.port)
 
 
 def test_proxy_faults_socks_proxy_closes_mid_handshake():
     with MockServer() as proxy_server:
         proxy_server.enqueue(MockResponse(policy=SocketPolicy.DISCONNECT_AT_START))
-        proxy = Proxy.socks("127.0.0.1", proxy_server.port)
+        proxy = fastnet.Proxy.socks("127.0.0.1", proxy_server.port)
         with client_for(proxy_server, proxy=proxy) as client:
-            with pytest.raises(ProxyError) as info:
+            with pytest.raises(fastnet.ProxyError) as info:
                 client.get("http://127.0.0.2:8080/")
             assert "SOCKS5" in str(info.value) and info.value.proxy == proxy
 
 
 def test_proxy_faults_socks_proxy_that_never_answers():
     with MockServer() as proxy_server:  # waits for an HTTP head that the SOCKS greeting never completes
-        proxy = Proxy.socks("127.0.0.1", proxy_server.port)
+        proxy = fastnet.Proxy.socks("127.0.0.1", proxy_server.port)
         with client_for(proxy_server, proxy=proxy, connect_timeout=0.3) as client:
             with pytest.raises(fastnet.ConnectTimeout) as info:
                 client.get("http://127.0.0.2:8080/")
@@ -93,10 +85,10 @@ def test_proxy_faults_garbage_answer_to_connect():
     with MockServer() as proxy_server:
         proxy_server.enqueue(MockResponse(raw=b"\x00\x01garbage that is not HTTP\r\n\r\n"))
         with client_for(proxy_server) as client:
-            with pytest.raises(ProxyError) as info:
+            with pytest.raises(fastnet.ProxyError) as info:
                 client.get("https://127.0.0.2:4443/")
             assert "malformed" in str(info.value)
-            assert info.value.proxy == Proxy.http("127.0.0.1", proxy_server.port)
+            assert info.value.proxy == fastnet.Proxy.http("127.0.0.1", proxy_server.port)
             assert_pool_clean(client)
 
 
@@ -105,7 +97,7 @@ def test_proxy_faults_non_200_connect(status):
     with MockServer() as proxy_server:
         proxy_server.enqueue(MockResponse(status, body=b"no tunnel for you"))
         with client_for(proxy_server) as client:
-            with pytest.raises(ProxyError) as info:
+            with pytest.raises(fastnet.ProxyError) as info:
                 client.get("https://127.0.0.2:4443/")
             assert info.value.status_code == status
             assert f"Unexpected response code for CONNECT: {status}" in str(info.value)
@@ -116,7 +108,7 @@ def test_proxy_faults_407_without_proxy_authenticate_and_no_authenticator():
     with MockServer() as proxy_server:
         proxy_server.enqueue(MockResponse(407))
         with client_for(proxy_server) as client:
-            with pytest.raises(ProxyError) as info:
+            with pytest.raises(fastnet.ProxyError) as info:
                 client.get("https://127.0.0.2:4443/")
             assert info.value.status_code == 407
             assert "no Proxy-Authenticate" in str(info.value)
@@ -126,9 +118,9 @@ def test_proxy_faults_407_without_proxy_authenticate_and_no_authenticator():
 def test_proxy_faults_407_without_proxy_authenticate_rejects_credentials():
     with MockServer() as proxy_server:
         proxy_server.enqueue(MockResponse(407))
-        auth = BasicAuthenticator("puser", "ppass")
+        auth = fastnet.BasicAuthenticator("puser", "ppass")
         with client_for(proxy_server, proxy_authenticator=auth) as client:
-            with pytest.raises(ProxyError) as info:
+            with pytest.raises(fastnet.ProxyError) as info:
                 client.get("https://127.0.0.2:4443/")
             assert info.value.status_code == 407 and "rejected" in str(info.value)
             assert "ppass" not in str(info.value)
@@ -144,7 +136,7 @@ def test_proxy_faults_407_forever_stops_after_21_attempts():
         )
         auth = CountingAuthenticator()
         with client_for(proxy_server, proxy_authenticator=auth) as client:
-            with pytest.raises(ProxyError) as info:
+            with pytest.raises(fastnet.ProxyError) as info:
                 client.get("https://127.0.0.2:4443/")
             assert "Too many tunnel connections attempted: 21" in str(info.value)
             assert info.value.status_code == 407
@@ -165,7 +157,7 @@ def _tunnel_after_407(close_header: tuple[str, str] | None) -> tuple[list[Any], 
         MockResponse(200, tunnel=True),
         MockResponse(200, body=b"inside"),
     )
-    auth = BasicAuthenticator("puser", "ppass")
+    auth = fastnet.BasicAuthenticator("puser", "ppass")
 
     class NotPreemptive:
         def authenticate(self, route: Any, response: Any) -> Any:
@@ -212,7 +204,7 @@ def test_proxy_faults_authenticator_that_raises():
 
     with MockServer() as proxy_server:
         with client_for(proxy_server, proxy_authenticator=Broken()) as client:
-            with pytest.raises(ProxyError) as info:
+            with pytest.raises(fastnet.ProxyError) as info:
                 client.get("https://127.0.0.2:4443/")
             assert "authenticator bug" in str(info.value)
             assert isinstance(info.value.__cause__, RuntimeError)
@@ -225,7 +217,7 @@ def test_proxy_faults_authenticator_that_raises():
 def test_proxy_faults_http_proxy_absolute_form_and_credentials():
     with MockServer() as proxy_server:
         proxy_server.enqueue(MockResponse(200, body=b"proxied"))
-        proxy = Proxy.http("127.0.0.1", proxy_server.port, "puser", "ppass")
+        proxy = fastnet.Proxy.http("127.0.0.1", proxy_server.port, "puser", "ppass")
         with client_for(proxy_server, proxy=proxy) as client:
             r = client.get("http://127.0.0.2:8080/path?q=1", headers={"Authorization": "Bearer origin"})
             assert r.text == "proxied"
@@ -238,7 +230,7 @@ def test_proxy_faults_http_proxy_absolute_form_and_credentials():
 def test_proxy_faults_tunnel_keeps_credentials_apart():
     with MockServer(tls=True) as proxy_server:
         proxy_server.enqueue(MockResponse(200, tunnel=True), MockResponse(200, body=b"inside"))
-        proxy = Proxy.http("127.0.0.1", proxy_server.port, "puser", "ppass")
+        proxy = fastnet.Proxy.http("127.0.0.1", proxy_server.port, "puser", "ppass")
         with client_for(proxy_server, proxy=proxy, cookie_jar=fastnet.MemoryCookieJar()) as client:
             r = client.get(
                 "https://127.0.0.2:4443/x",
@@ -279,7 +271,7 @@ def test_proxy_faults_origin_407_inside_tunnel_is_a_response():
 def test_proxy_faults_tunnel_to_origin_through_ipv6_proxy():
     with MockServer(tls=True, host="::1") as proxy_server:
         proxy_server.enqueue(MockResponse(200, tunnel=True), MockResponse(200, body=b"v6"))
-        proxy = Proxy.http("::1", proxy_server.port)
+        proxy = fastnet.Proxy.http("::1", proxy_server.port)
         with client_for(proxy_server, proxy=proxy) as client:
             assert client.get("https://[::1]:4443/").text == "v6"
         connect = proxy_server.take_request()
@@ -311,23 +303,25 @@ class JunkSelector:
 def test_proxy_faults_selector_that_raises():
     with MockServer() as origin:
         with fastnet.Client(proxy_selector=RaisingSelector()) as client:
-            with pytest.raises(ProxyError) as info:
+            with pytest.raises(fastnet.ProxyError) as info:
                 client.get(origin.url("/"))
             assert "selector exploded" in str(info.value) and "RaisingSelector" in str(info.value)
         assert origin.request_count == 0
 
 
-@pytest.mark.parametrize("junk", ["http://127.0.0.1:1", [None], ["http://127.0.0.1:1"], 42, Proxy.NO_PROXY])
+@pytest.mark.parametrize(
+    "junk", ["http://127.0.0.1:1", [None], ["http://127.0.0.1:1"], 42, fastnet.Proxy.NO_PROXY]
+)
 def test_proxy_faults_selector_returning_junk(junk):
     with MockServer() as origin:
         with fastnet.Client(proxy_selector=JunkSelector(junk)) as client:
-            with pytest.raises(ProxyError) as info:
+            with pytest.raises(fastnet.ProxyError) as info:
                 client.get(origin.url("/"))
             assert "expected" in str(info.value)
         assert origin.request_count == 0
 
 
-@pytest.mark.parametrize("answer", [None, [], [Proxy.NO_PROXY]])
+@pytest.mark.parametrize("answer", [None, [], [fastnet.Proxy.NO_PROXY]])
 def test_proxy_faults_selector_empty_means_direct(answer):
     with MockServer() as origin:
         origin.enqueue(MockResponse(200, body=b"direct"))
@@ -339,9 +333,9 @@ def test_proxy_faults_selector_empty_means_direct(answer):
 def test_proxy_faults_selector_proxy_that_is_refused_names_it():
     with MockServer() as dead:
         port = dead.port
-    proxy = Proxy.http("127.0.0.1", port)
+    proxy = fastnet.Proxy.http("127.0.0.1", port)
     with fastnet.Client(proxy_selector=JunkSelector([proxy])) as client:
-        with pytest.raises(ConnectError) as info:
+        with pytest.raises(fastnet.ConnectError) as info:
             client.get("http://127.0.0.2:8080/")
         route, error = info.value.attempts[0]
         assert route.proxy == proxy and str(port) in str(info.value)
@@ -362,7 +356,7 @@ def test_proxy_faults_bad_proxy_url(url):
     with pytest.raises(ValueError):
         fastnet.Client(proxy=url)
     with pytest.raises(ValueError):
-        Proxy.from_url(url)
+        fastnet.Proxy.from_url(url)
 
 
 def test_proxy_faults_bad_proxy_url_in_environment(monkeypatch):
@@ -380,6 +374,6 @@ def test_proxy_faults_bad_proxy_url_in_environment(monkeypatch):
 def test_proxy_faults_bad_port_in_constructor():
     for port in (0, 65536, -5):
         with pytest.raises(ValueError):
-            Proxy.http("127.0.0.1", port)
+            fastnet.Proxy.http("127.0.0.1", port)
     with pytest.raises(ValueError):
-        Proxy(fastnet.ProxyType.DIRECT, "127.0.0.1", 80)
+        fastnet.Proxy(fastnet.ProxyType.DIRECT, "127.0.0.1", 80)

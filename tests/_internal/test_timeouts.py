@@ -12,16 +12,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conftest import make_fast_client
 from fakes import FakeDns
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
-
-
-@pytest.fixture
-def server() -> Iterator[MockServer]:
-    with MockServer() as s:
-        yield s
 
 
 @pytest.fixture
@@ -50,13 +45,6 @@ def blackhole() -> Iterator[tuple[str, int]]:
         listener.close()
 
 
-def _client(**options: object) -> fastnet.Client:
-    options.setdefault("trust_env", False)
-    options.setdefault("read_timeout", 5)
-    options.setdefault("connect_timeout", 5)
-    return fastnet.Client(**options)
-
-
 def _assert_located(exc: fastnet.NetworkError, url: str, phase: str) -> None:
     assert exc.url is not None and str(exc.url) == url
     assert exc.phase == phase
@@ -66,7 +54,7 @@ def _assert_located(exc: fastnet.NetworkError, url: str, phase: str) -> None:
 def test_timeouts_connect_timeout_to_blackhole(blackhole: tuple[str, int]) -> None:
     url = f"http://{blackhole[0]}:{blackhole[1]}/"
     started = time.monotonic()
-    with _client(connect_timeout=0.3) as client:
+    with make_fast_client(connect_timeout=0.3) as client:
         with pytest.raises(fastnet.ConnectTimeout) as info:
             client.get(url)
     assert time.monotonic() - started < 5
@@ -82,7 +70,7 @@ def test_timeouts_connection_refused_is_connect_error() -> None:
     port = probe.getsockname()[1]
     probe.close()
     url = f"http://127.0.0.1:{port}/"
-    with _client() as client:
+    with make_fast_client() as client:
         with pytest.raises(fastnet.ConnectError) as info:
             client.get(url)
     assert isinstance(info.value, ConnectionError)
@@ -91,7 +79,7 @@ def test_timeouts_connection_refused_is_connect_error() -> None:
 
 
 def test_timeouts_unknown_host() -> None:
-    with _client(dns=FakeDns({})) as client:
+    with make_fast_client(dns=FakeDns({})) as client:
         with pytest.raises(fastnet.UnknownHostError) as info:
             client.get("http://nowhere.test/")
     assert str(info.value.url) == "http://nowhere.test/"
@@ -99,7 +87,7 @@ def test_timeouts_unknown_host() -> None:
 
 def test_timeouts_read_timeout_no_answer(server: MockServer) -> None:
     server.enqueue(MockResponse(200, policy=SocketPolicy.NO_RESPONSE))
-    with _client(read_timeout=0.3) as client:
+    with make_fast_client(read_timeout=0.3) as client:
         with pytest.raises(fastnet.ReadTimeout) as info:
             client.get(server.url("/slow"))
         assert client.connection_pool.connection_count() == 0
@@ -110,7 +98,7 @@ def test_timeouts_read_timeout_no_answer(server: MockServer) -> None:
 
 def test_timeouts_read_timeout_mid_body(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"x" * 1000, policy=SocketPolicy.STALL_BODY))
-    with _client(read_timeout=0.3) as client:
+    with make_fast_client(read_timeout=0.3) as client:
         with pytest.raises(fastnet.ReadTimeout) as info:
             client.get(server.url("/"))
         assert client.connection_pool.connection_count() == 0
@@ -121,7 +109,7 @@ def test_timeouts_read_timeout_mid_stream(server: MockServer) -> None:
     server.enqueue(
         MockResponse(200, body=b"x" * 1000, chunked=True, chunk_size=100, policy=SocketPolicy.STALL_BODY)
     )
-    with _client(read_timeout=0.3) as client:
+    with make_fast_client(read_timeout=0.3) as client:
         with client.stream("GET", server.url("/")) as r:
             with pytest.raises(fastnet.ReadTimeout):
                 for _ in r.iter_bytes():
@@ -137,7 +125,7 @@ def test_timeouts_write_timeout() -> None:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
         url = f"http://127.0.0.1:{listener.getsockname()[1]}/upload"
-        with _client(write_timeout=0.3) as client:
+        with make_fast_client(write_timeout=0.3) as client:
             with pytest.raises(fastnet.WriteTimeout) as info:
                 client.post(url, body=b"x" * (64 * 1024 * 1024))
             assert client.connection_pool.connection_count() == 0
@@ -150,7 +138,7 @@ def test_timeouts_write_timeout() -> None:
 def test_timeouts_call_timeout_covers_body(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"x" * 2000, throttle=(100, 0.1)))  # a 2 s body
     started = time.monotonic()
-    with _client(call_timeout=0.5) as client:
+    with make_fast_client(call_timeout=0.5) as client:
         with pytest.raises(fastnet.CallTimeout) as info:
             client.get(server.url("/"))
         assert client.connection_pool.connection_count() == 0
@@ -161,7 +149,7 @@ def test_timeouts_call_timeout_covers_body(server: MockServer) -> None:
 
 def test_timeouts_call_timeout_covers_streamed_body(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"x" * 2000, throttle=(100, 0.1)))
-    with _client(call_timeout=0.5) as client:
+    with make_fast_client(call_timeout=0.5) as client:
         r = client.stream("GET", server.url("/"))  # the head arrives at once
         with pytest.raises(fastnet.CallTimeout):
             r.read()
@@ -171,7 +159,7 @@ def test_timeouts_call_timeout_covers_streamed_body(server: MockServer) -> None:
 
 def test_timeouts_call_timeout_not_hit(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"quick"), MockResponse(200, body=b"again"))
-    with _client(call_timeout=0.5) as client:
+    with make_fast_client(call_timeout=0.5) as client:
         assert client.get(server.url("/")).content == b"quick"
         time.sleep(0.6)  # the deadline of a finished call must not touch the pooled connection
         assert client.get(server.url("/")).content == b"again"
@@ -186,7 +174,7 @@ def _cancel_later(call: fastnet.Call, delay: float) -> threading.Timer:
 
 def test_cancel_from_another_thread_while_waiting_for_head(server: MockServer) -> None:
     server.enqueue(MockResponse(200, policy=SocketPolicy.NO_RESPONSE))
-    with _client(read_timeout=10) as client:
+    with make_fast_client(read_timeout=10) as client:
         call = client.new_call(fastnet.Request("GET", server.url("/")))
         timer = _cancel_later(call, 0.2)
         started = time.monotonic()
@@ -203,7 +191,7 @@ def test_cancel_from_another_thread_while_waiting_for_head(server: MockServer) -
 
 def test_cancel_from_another_thread_while_reading_body(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"x" * 5000, policy=SocketPolicy.STALL_BODY))
-    with _client(read_timeout=10) as client:
+    with make_fast_client(read_timeout=10) as client:
         call = client.new_call(fastnet.Request("GET", server.url("/")))
         response = call.execute()
         timer = _cancel_later(call, 0.2)
@@ -226,7 +214,7 @@ def test_cancel_while_connecting(blackhole: tuple[str, int]) -> None:
             timers.append(timer)
             timer.start()
 
-    with _client(connect_timeout=10, event_listener=CancelOnConnect()) as client:
+    with make_fast_client(connect_timeout=10, event_listener=CancelOnConnect()) as client:
         call = client.new_call(fastnet.Request("GET", f"http://{blackhole[0]}:{blackhole[1]}/"))
         started = time.monotonic()
         try:
@@ -241,7 +229,7 @@ def test_cancel_while_connecting(blackhole: tuple[str, int]) -> None:
 
 def test_cancel_after_completion_is_harmless(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"done"), MockResponse(200))
-    with _client() as client:
+    with make_fast_client() as client:
         call = client.new_call(fastnet.Request("GET", server.url("/")))
         response = call.execute()
         assert response.content == b"done"

@@ -1,5 +1,6 @@
-"""Per-request objects must not form reference cycles (measured: a Call<->Exchange cycle left garbage for the collector and GC pauses under load): garbage the cyclic
-collector has to find costs pauses under load. Both builds, keep-alive and new-connection requests."""
+"""Per-request objects must not form reference cycles (measured: a Call<->Exchange cycle left garbage
+for the collector and GC pauses under load): garbage the cyclic collector has to find costs pauses
+under load. Both builds, keep-alive and new-connection requests."""
 
 from __future__ import annotations
 

@@ -8,35 +8,23 @@ import threading
 import time
 
 import pytest
+from conftest import assert_pool_clean, make_client
 
 import fastnet
-from fastnet import Retry
-from fastnet.exceptions import CallTimeout, CanceledError, ConnectError, ConnectionClosedError, ReadTimeout
 from fastnet.retry import RequestHistory, parse_retry_after
-from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from fastnet.testing import MockResponse, SocketPolicy
 
 
-@pytest.fixture
-def server():
-    with MockServer() as s:
-        yield s
-
-
-def make_client(retry: Retry, **options):
-    options.setdefault("trust_env", False)
-    return fastnet.Client(interceptors=[retry], **options)
-
-
-def assert_pool_clean(client: fastnet.Client) -> None:
-    pool = client.connection_pool
-    assert pool.connection_count() == pool.idle_connection_count()
+def retrying_client(retry: fastnet.Retry, **options):
+    """``make_client`` with ``retry`` as its one application interceptor."""
+    return make_client(interceptors=[retry], **options)
 
 
 # ------------------------------------------------------------------------------------------------ policy
 
 
 def test_retry_policy_defaults():
-    r = Retry()
+    r = fastnet.Retry()
     assert r.total == 3 and r.backoff_factor == 0 and r.backoff_max == 120 and r.jitter == 0
     assert r.status_forcelist == frozenset()
     assert r.allowed_methods == frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
@@ -44,16 +32,16 @@ def test_retry_policy_defaults():
 
 
 def test_retry_policy_is_immutable():
-    r = Retry(total=2)
+    r = fastnet.Retry(total=2)
     with pytest.raises(AttributeError):
         r.total = 5  # type: ignore[misc]
     with pytest.raises(AttributeError):
         del r.total  # type: ignore[misc]
-    nxt = r.increment("GET", "http://x/", error=ConnectError("down"))
+    nxt = r.increment("GET", "http://x/", error=fastnet.ConnectError("down"))
     assert r.total == 2 and r.history == ()
     assert nxt.total == 1 and len(nxt.history) == 1
     assert isinstance(nxt.history[0], RequestHistory) and nxt.history[0].method == "GET"
-    assert nxt.history[0].status is None and isinstance(nxt.history[0].error, ConnectError)
+    assert nxt.history[0].status is None and isinstance(nxt.history[0].error, fastnet.ConnectError)
     assert nxt.increment().increment().is_exhausted() and not nxt.increment().is_exhausted()
     assert r.replace(total=7).total == 7 and r.total == 2
     with pytest.raises(TypeError):
@@ -81,11 +69,11 @@ def test_retry_policy_is_immutable():
 )
 def test_retry_policy_rejects_bad_arguments(kwargs, error):
     with pytest.raises(error):
-        Retry(**kwargs)
+        fastnet.Retry(**kwargs)
 
 
 def test_retry_policy_backoff_is_exponential_and_capped():
-    r = Retry(total=10, backoff_factor=0.5, backoff_max=3.0)
+    r = fastnet.Retry(total=10, backoff_factor=0.5, backoff_max=3.0)
     assert r.get_backoff_time() == 0
     waits = []
     for _ in range(5):
@@ -95,20 +83,20 @@ def test_retry_policy_backoff_is_exponential_and_capped():
 
 
 def test_retry_policy_jitter_stays_in_range():
-    r = Retry(backoff_factor=1.0, jitter=0.25).increment("GET")
+    r = fastnet.Retry(backoff_factor=1.0, jitter=0.25).increment("GET")
     for _ in range(50):
         assert 1.0 <= r.get_backoff_time() <= 1.25
 
 
 def test_retry_policy_backoff_never_overflows():
-    r = Retry(total=10_000, backoff_factor=1.0, backoff_max=5.0)
+    r = fastnet.Retry(total=10_000, backoff_factor=1.0, backoff_max=5.0)
     for _ in range(2000):
         r = r.increment()
     assert r.get_backoff_time() == 5.0
 
 
 def test_retry_policy_decisions():
-    r = Retry(status_forcelist={500, 502})
+    r = fastnet.Retry(status_forcelist={500, 502})
     assert r.is_retry_status("GET", 500) and not r.is_retry_status("GET", 404)
     assert not r.is_retry_status("POST", 500)
     assert r.is_retry_status("get", 502)
@@ -116,13 +104,13 @@ def test_retry_policy_decisions():
     assert r.is_retry_status("GET", 429, has_retry_after=True)
     assert not r.is_retry_status("GET", 429)
     assert not r.replace(respect_retry_after=False).is_retry_status("GET", 503, has_retry_after=True)
-    assert r.is_retry_error("GET", ConnectionClosedError("x"))
-    assert not r.is_retry_error("POST", ConnectionClosedError("x"))
-    assert not r.is_retry_error("GET", ReadTimeout("x"))
-    assert r.replace(retry_on_timeout=True).is_retry_error("GET", ReadTimeout("x"))
-    assert not r.replace(retry_on_timeout=True).is_retry_error("GET", CallTimeout("x"))
+    assert r.is_retry_error("GET", fastnet.ConnectionClosedError("x"))
+    assert not r.is_retry_error("POST", fastnet.ConnectionClosedError("x"))
+    assert not r.is_retry_error("GET", fastnet.ReadTimeout("x"))
+    assert r.replace(retry_on_timeout=True).is_retry_error("GET", fastnet.ReadTimeout("x"))
+    assert not r.replace(retry_on_timeout=True).is_retry_error("GET", fastnet.CallTimeout("x"))
     for never in (
-        CanceledError("x"),
+        fastnet.CanceledError("x"),
         fastnet.ProtocolError("x"),
         fastnet.TlsVerificationError("x"),
         fastnet.RouteError("x"),
@@ -130,7 +118,7 @@ def test_retry_policy_decisions():
         ValueError("x"),
     ):
         assert not r.is_retry_error("GET", never)
-    assert r.replace(allowed_methods={"post"}).is_retry_error("POST", ConnectionClosedError("x"))
+    assert r.replace(allowed_methods={"post"}).is_retry_error("POST", fastnet.ConnectionClosedError("x"))
 
 
 def test_retry_policy_parse_retry_after():
@@ -151,8 +139,8 @@ def test_retry_policy_parse_retry_after():
 
 
 def test_retry_policy_503_twice_then_200_with_backoff(server):
-    retry = Retry(total=3, backoff_factor=0.05, status_forcelist={503})
-    with make_client(retry) as client:
+    retry = fastnet.Retry(total=3, backoff_factor=0.05, status_forcelist={503})
+    with retrying_client(retry) as client:
         server.enqueue(
             MockResponse(503, body=b"busy"), MockResponse(503, body=b"busy"), MockResponse(200, body=b"ok")
         )
@@ -170,7 +158,7 @@ def test_retry_policy_503_twice_then_200_with_backoff(server):
 
 
 def test_retry_policy_gives_up_after_total(server):
-    with make_client(Retry(total=2, status_forcelist={500})) as client:
+    with retrying_client(fastnet.Retry(total=2, status_forcelist={500})) as client:
         server.dispatcher = lambda rec: MockResponse(500, body=b"broken")
         r = client.get(server.url("/"))
         assert r.status_code == 500 and r.text == "broken"
@@ -179,24 +167,24 @@ def test_retry_policy_gives_up_after_total(server):
 
 
 def test_retry_policy_total_zero_never_retries(server):
-    with make_client(Retry(total=0, status_forcelist={500})) as client:
+    with retrying_client(fastnet.Retry(total=0, status_forcelist={500})) as client:
         server.dispatcher = lambda rec: MockResponse(500)
         assert client.get(server.url("/")).status_code == 500
         assert server.request_count == 1
 
 
 def test_retry_policy_other_status_returned_at_once(server):
-    with make_client(Retry(status_forcelist={503})) as client:
+    with retrying_client(fastnet.Retry(status_forcelist={503})) as client:
         server.enqueue(MockResponse(404))
         assert client.get(server.url("/")).status_code == 404 and server.request_count == 1
 
 
 def test_retry_policy_post_not_retried_by_default(server):
-    with make_client(Retry(status_forcelist={503})) as client:
+    with retrying_client(fastnet.Retry(status_forcelist={503})) as client:
         server.enqueue(MockResponse(503), MockResponse(200))
         assert client.post(server.url("/"), body=b"order").status_code == 503
         assert server.request_count == 1
-    with make_client(Retry(status_forcelist={503}, allowed_methods={"POST"})) as client:
+    with retrying_client(fastnet.Retry(status_forcelist={503}, allowed_methods={"POST"})) as client:
         server.enqueue(MockResponse(200))
         assert client.post(server.url("/"), body=b"order").status_code == 200
         server.take_request()
@@ -204,7 +192,7 @@ def test_retry_policy_post_not_retried_by_default(server):
 
 
 def test_retry_policy_never_replays_one_shot_body(server):
-    with make_client(Retry(status_forcelist={503})) as client:
+    with retrying_client(fastnet.Retry(status_forcelist={503})) as client:
         server.enqueue(MockResponse(503), MockResponse(200))
         r = client.put(server.url("/"), body=iter([b"stream"]))
         assert r.status_code == 503 and server.request_count == 1
@@ -212,7 +200,7 @@ def test_retry_policy_never_replays_one_shot_body(server):
 
 
 def test_retry_policy_retry_after_seconds(server):
-    with make_client(Retry(total=1)) as client:
+    with retrying_client(fastnet.Retry(total=1)) as client:
         server.enqueue(MockResponse(429, headers={"Retry-After": "1"}), MockResponse(200))
         start = time.monotonic()
         r = client.get(server.url("/"))
@@ -221,7 +209,7 @@ def test_retry_policy_retry_after_seconds(server):
 
 
 def test_retry_policy_retry_after_http_date(server):
-    with make_client(Retry(total=1, backoff_factor=50)) as client:
+    with retrying_client(fastnet.Retry(total=1, backoff_factor=50)) as client:
         past = email.utils.formatdate(time.time() - 3600, usegmt=True)
         server.enqueue(MockResponse(503, headers={"Retry-After": past}), MockResponse(200))
         start = time.monotonic()
@@ -236,7 +224,7 @@ def test_retry_policy_retry_after_http_date(server):
 
 @pytest.mark.parametrize("value", ["99999999999999999999999", "-5", "garbage", "1.5", ""])
 def test_retry_policy_bad_retry_after_never_crashes(server, value):
-    with make_client(Retry(total=1, status_forcelist={503}, backoff_max=1)) as client:
+    with retrying_client(fastnet.Retry(total=1, status_forcelist={503}, backoff_max=1)) as client:
         server.enqueue(MockResponse(503, headers={"Retry-After": value}), MockResponse(200))
         r = client.get(server.url("/"))
         assert r.status_code in (200, 503)
@@ -246,20 +234,20 @@ def test_retry_policy_bad_retry_after_never_crashes(server, value):
 
 
 def test_retry_policy_respect_retry_after_off(server):
-    with make_client(Retry(total=1, respect_retry_after=False)) as client:
+    with retrying_client(fastnet.Retry(total=1, respect_retry_after=False)) as client:
         server.enqueue(MockResponse(503, headers={"Retry-After": "3"}), MockResponse(200))
         assert client.get(server.url("/")).status_code == 503
 
 
 def test_retry_policy_cancel_interrupts_the_wait(server):
-    with make_client(Retry(total=1, backoff_factor=60, status_forcelist={503})) as client:
+    with retrying_client(fastnet.Retry(total=1, backoff_factor=60, status_forcelist={503})) as client:
         server.enqueue(MockResponse(503), MockResponse(200))
         call = client.new_call(fastnet.Request("GET", server.url("/")))
         timer = threading.Timer(0.2, call.cancel)
         timer.start()
         start = time.monotonic()
         try:
-            with pytest.raises(CanceledError):
+            with pytest.raises(fastnet.CanceledError):
                 call.execute()
         finally:
             timer.cancel()
@@ -269,10 +257,12 @@ def test_retry_policy_cancel_interrupts_the_wait(server):
 
 
 def test_retry_policy_call_timeout_interrupts_the_wait(server):
-    with make_client(Retry(total=1, backoff_factor=60, status_forcelist={503}), call_timeout=0.3) as client:
+    with retrying_client(
+        fastnet.Retry(total=1, backoff_factor=60, status_forcelist={503}), call_timeout=0.3
+    ) as client:
         server.enqueue(MockResponse(503), MockResponse(200))
         start = time.monotonic()
-        with pytest.raises(CallTimeout):
+        with pytest.raises(fastnet.CallTimeout):
             client.get(server.url("/"))
         assert time.monotonic() - start < 30
         assert_pool_clean(client)
@@ -285,7 +275,7 @@ def test_retry_policy_network_failure_retried_and_reported(server):
         def retry_decision(self, call, error, retry):
             decisions.append((type(error).__name__, retry))
 
-    with make_client(Retry(total=2), event_listener=Listener()) as client:
+    with retrying_client(fastnet.Retry(total=2), event_listener=Listener()) as client:
         server.enqueue(
             MockResponse(200, policy=SocketPolicy.DISCONNECT_AFTER_REQUEST), MockResponse(200, body=b"ok")
         )
@@ -297,9 +287,9 @@ def test_retry_policy_network_failure_retried_and_reported(server):
 
 
 def test_retry_policy_network_failure_post_not_retried(server):
-    with make_client(Retry(total=2)) as client:
+    with retrying_client(fastnet.Retry(total=2)) as client:
         server.enqueue(MockResponse(200, policy=SocketPolicy.DISCONNECT_AFTER_REQUEST), MockResponse(200))
-        with pytest.raises(ConnectionClosedError):
+        with pytest.raises(fastnet.ConnectionClosedError):
             client.post(server.url("/"), body=b"order")
         assert server.request_count == 1
         assert_pool_clean(client)
@@ -309,29 +299,29 @@ def test_retry_policy_connect_errors_listed_in_recovered():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound but not listening: connections are refused
-        with make_client(Retry(total=2)) as client:
-            with pytest.raises(ConnectError) as info:
+        with retrying_client(fastnet.Retry(total=2)) as client:
+            with pytest.raises(fastnet.ConnectError) as info:
                 client.get(f"http://127.0.0.1:{port}/")
             assert len(info.value.recovered) == 2
-            assert all(isinstance(e, ConnectError) for e in info.value.recovered)
+            assert all(isinstance(e, fastnet.ConnectError) for e in info.value.recovered)
             assert client.connection_pool.connection_count() == 0
 
 
 def test_retry_policy_timeouts_only_with_retry_on_timeout(server):
-    with make_client(Retry(total=1), read_timeout=0.2) as client:
+    with retrying_client(fastnet.Retry(total=1), read_timeout=0.2) as client:
         server.enqueue(MockResponse(200, policy=SocketPolicy.NO_RESPONSE))
-        with pytest.raises(ReadTimeout):
+        with pytest.raises(fastnet.ReadTimeout):
             client.get(server.url("/"))
         assert server.request_count == 1
         assert_pool_clean(client)
-    with make_client(Retry(total=1, retry_on_timeout=True), read_timeout=0.2) as client:
+    with retrying_client(fastnet.Retry(total=1, retry_on_timeout=True), read_timeout=0.2) as client:
         server.enqueue(MockResponse(200, policy=SocketPolicy.NO_RESPONSE), MockResponse(200, body=b"second"))
         assert client.get(server.url("/")).text == "second"
         assert_pool_clean(client)
 
 
 def test_retry_policy_history_includes_redirects_inside_attempts(server):
-    with make_client(Retry(total=1, status_forcelist={503})) as client:
+    with retrying_client(fastnet.Retry(total=1, status_forcelist={503})) as client:
         server.enqueue(
             MockResponse(302, headers={"Location": "/b"}),
             MockResponse(503),
@@ -345,8 +335,8 @@ def test_retry_policy_history_includes_redirects_inside_attempts(server):
 
 
 def test_retry_policy_shared_between_clients_is_not_consumed(server):
-    retry = Retry(total=1, status_forcelist={503})
-    with make_client(retry) as one, make_client(retry) as two:
+    retry = fastnet.Retry(total=1, status_forcelist={503})
+    with retrying_client(retry) as one, retrying_client(retry) as two:
         for client in (one, two, one):
             server.enqueue(MockResponse(503), MockResponse(200))
             assert client.get(server.url("/")).status_code == 200

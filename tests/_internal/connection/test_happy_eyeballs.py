@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from fastnet._internal.connection.happy_eyeballs import connect_tcp
+from fastnet._internal.route_database import RouteDatabase
+from fastnet._internal.route_selector import RouteSelector
 from fastnet.exceptions import CanceledError, ConnectError, ConnectTimeout
 from fastnet.proxy import Proxy
 from fastnet.route import Address, Route
@@ -51,7 +53,8 @@ def listener() -> Iterator[Any]:
 
 @pytest.fixture
 def blackhole() -> Iterator[Any]:
-    """A factory of addresses whose connects hang: backlog 0 and a full queue (the first connect fills the queue; later SYNs are dropped)."""
+    """A factory of addresses whose connects hang: backlog 0 and a full queue (the first connect fills
+    the queue; later SYNs are dropped)."""
     socks: list[socket.socket] = []
 
     def make(host: str = "127.0.0.1") -> tuple[str, int]:
@@ -299,9 +302,6 @@ def test_happy_eyeballs_ipv6_blackhole_falls_back_to_ipv4(listener: Any, blackho
 
 @needs_ipv6
 def test_happy_eyeballs_with_route_selector_order(listener: Any, blackhole: Any) -> None:
-    from fastnet._internal.route_database import RouteDatabase
-    from fastnet._internal.route_selector import RouteSelector
-
     v4_hole = blackhole("127.0.0.1")
     v6_good = listener("::1")
     v4_good = listener("127.0.0.1")

@@ -11,9 +11,11 @@ import dns.rcode
 import dns.rrset
 import pytest
 
-from fastnet.dns import DohDns
+from fastnet.dns import CachingDns, DohDns
 from fastnet.dns._doh import build_get_url, build_json_url, parse_json_response, parse_message_response
 from fastnet.dns._wire import AnswerError, extract_addresses, make_query
+from fastnet.exceptions import UnknownHostError
+from fastnet.testing import MockResponse
 
 MSG = "application/dns-message"
 
@@ -224,11 +226,6 @@ def test_doh_dns_ip_literals_and_bad_names_need_no_client():
 # -- over fastnet's Client and MockServer (JSON API) ----------------------------------------------
 
 
-@pytest.fixture
-def client_module():
-    return pytest.importorskip("fastnet.client", reason="fastnet.client is not in the tree yet")
-
-
 def _google_json(name, rtype, ttl, *data):
     code = 1 if rtype == "A" else 28
     return _json(
@@ -238,76 +235,61 @@ def _google_json(name, rtype, ttl, *data):
     )
 
 
-def test_doh_json_over_mock_server(client_module):
-    from fastnet.testing import MockResponse, MockServer
-
-    with MockServer() as server:
-        headers = {"Content-Type": "application/dns-json"}
-        # A and AAAA go out in parallel and may arrive in either order: one body answers both
-        body = _json(
-            Status=0,
-            Answer=[
-                {"name": "dual.test.", "type": 1, "TTL": 30, "data": "127.0.0.1"},
-                {"name": "dual.test.", "type": 28, "TTL": 20, "data": "::1"},
-            ],
-        )
-        server.enqueue(MockResponse(200, headers=headers, body=body))
-        server.enqueue(MockResponse(200, headers=headers, body=body))
-        with DohDns(server.url("/resolve"), format="json") as dns:
-            addresses, ttl = dns.lookup_with_ttl("dual.test")
-        assert addresses == ["127.0.0.1", "::1"]
-        assert ttl == 20
-        requests = [server.take_request(timeout=5) for _ in range(2)]
-        queries = sorted(parse_qs(r.query)["type"][0] for r in requests)
-        assert queries == ["A", "AAAA"]
-        assert all(parse_qs(r.query)["name"] == ["dual.test"] for r in requests)
-        assert all(r.header("accept") == "application/dns-json" for r in requests)
+def test_doh_json_over_mock_server(server):
+    headers = {"Content-Type": "application/dns-json"}
+    # A and AAAA go out in parallel and may arrive in either order: one body answers both
+    body = _json(
+        Status=0,
+        Answer=[
+            {"name": "dual.test.", "type": 1, "TTL": 30, "data": "127.0.0.1"},
+            {"name": "dual.test.", "type": 28, "TTL": 20, "data": "::1"},
+        ],
+    )
+    server.enqueue(MockResponse(200, headers=headers, body=body))
+    server.enqueue(MockResponse(200, headers=headers, body=body))
+    with DohDns(server.url("/resolve"), format="json") as dns:
+        addresses, ttl = dns.lookup_with_ttl("dual.test")
+    assert addresses == ["127.0.0.1", "::1"]
+    assert ttl == 20
+    requests = [server.take_request(timeout=5) for _ in range(2)]
+    queries = sorted(parse_qs(r.query)["type"][0] for r in requests)
+    assert queries == ["A", "AAAA"]
+    assert all(parse_qs(r.query)["name"] == ["dual.test"] for r in requests)
+    assert all(r.header("accept") == "application/dns-json" for r in requests)
 
 
-def test_doh_json_over_mock_server_wrong_content_type(client_module):
-    from fastnet.dns import CachingDns
-    from fastnet.exceptions import UnknownHostError
-    from fastnet.testing import MockResponse, MockServer
-
-    with MockServer() as server:
-        for _ in range(2):
-            server.enqueue(MockResponse(200, headers={"Content-Type": "text/html"}, body=b"<html></html>"))
-        dns = CachingDns(DohDns(server.url("/resolve"), format="json"), negative_ttl=0)
-        with pytest.raises(UnknownHostError, match="content type"):
-            dns.lookup("app.test")
-        assert dns.cache.get("app.test") is None
-        dns.inner.close()
+def test_doh_json_over_mock_server_wrong_content_type(server):
+    for _ in range(2):
+        server.enqueue(MockResponse(200, headers={"Content-Type": "text/html"}, body=b"<html></html>"))
+    dns = CachingDns(DohDns(server.url("/resolve"), format="json"), negative_ttl=0)
+    with pytest.raises(UnknownHostError, match="content type"):
+        dns.lookup("app.test")
+    assert dns.cache.get("app.test") is None
+    dns.inner.close()
 
 
-def test_doh_message_get_and_post_over_mock_server(client_module):
-    from fastnet.testing import MockResponse, MockServer
-
+def test_doh_message_get_and_post_over_mock_server(server):
     query = make_query("app.test", "A", zero_id=True)
     body = _answer(query, ("app.test.", 5, "A", ["127.0.0.1", "127.0.0.2"]))
-    with MockServer() as server:
-        for method in ("GET", "POST"):
-            server.enqueue(MockResponse(200, headers={"Content-Type": MSG}, body=body))
-            with DohDns(server.url("/dns-query"), method=method, ipv6=False) as doh:
-                assert doh.lookup_with_ttl("app.test") == (["127.0.0.1", "127.0.0.2"], 5)
-            request = server.take_request(timeout=5)
-            assert request.method == method
-            assert request.header("accept") == MSG
-            if method == "GET":
-                encoded = parse_qs(request.query)["dns"][0]
-                wire = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
-            else:
-                assert request.header("content-type") == MSG
-                wire = request.body
-            sent = dns.message.from_wire(wire)
-            assert sent.id == 0 and sent.question[0].name.to_text() == "app.test."
+    for method in ("GET", "POST"):
+        server.enqueue(MockResponse(200, headers={"Content-Type": MSG}, body=body))
+        with DohDns(server.url("/dns-query"), method=method, ipv6=False) as doh:
+            assert doh.lookup_with_ttl("app.test") == (["127.0.0.1", "127.0.0.2"], 5)
+        request = server.take_request(timeout=5)
+        assert request.method == method
+        assert request.header("accept") == MSG
+        if method == "GET":
+            encoded = parse_qs(request.query)["dns"][0]
+            wire = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+        else:
+            assert request.header("content-type") == MSG
+            wire = request.body
+        sent = dns.message.from_wire(wire)
+        assert sent.id == 0 and sent.question[0].name.to_text() == "app.test."
 
 
-def test_doh_message_http_error_is_unknown_host(client_module):
-    from fastnet.exceptions import UnknownHostError
-    from fastnet.testing import MockResponse, MockServer
-
-    with MockServer() as server:
-        server.enqueue(MockResponse(502, headers={"Content-Type": "text/plain"}, body=b"bad gateway"))
-        with DohDns(server.url("/dns-query"), ipv6=False) as doh:
-            with pytest.raises(UnknownHostError, match="HTTP 502"):
-                doh.lookup("app.test")
+def test_doh_message_http_error_is_unknown_host(server):
+    server.enqueue(MockResponse(502, headers={"Content-Type": "text/plain"}, body=b"bad gateway"))
+    with DohDns(server.url("/dns-query"), ipv6=False) as doh:
+        with pytest.raises(UnknownHostError, match="HTTP 502"):
+            doh.lookup("app.test")

@@ -5,26 +5,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conftest import make_fast_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
-
-
-@pytest.fixture
-def server() -> Iterator[MockServer]:
-    with MockServer() as s:
-        yield s
-
-
-def _client(**options: Any) -> fastnet.Client:
-    options.setdefault("trust_env", False)
-    options.setdefault("read_timeout", 5)
-    options.setdefault("connect_timeout", 5)
-    return fastnet.Client(**options)
 
 
 def _connection_indexes(server: MockServer, n: int) -> list[int]:
@@ -34,7 +21,7 @@ def _connection_indexes(server: MockServer, n: int) -> list[int]:
 def test_pool_keep_alive_reuse(server: MockServer) -> None:
     for _ in range(5):
         server.enqueue(MockResponse(200, body=b"x"))
-    with _client() as client:
+    with make_fast_client() as client:
         for _ in range(5):
             assert client.get(server.url("/")).content == b"x"
         assert client.connection_pool.connection_count() == 1
@@ -46,7 +33,7 @@ def test_pool_keep_alive_reuse(server: MockServer) -> None:
 def test_pool_most_recently_used_first(server: MockServer) -> None:
     for _ in range(3):
         server.enqueue(MockResponse(200, body=b"x"))
-    with _client() as client:
+    with make_fast_client() as client:
         a = client.stream("GET", server.url("/a"))
         b = client.stream("GET", server.url("/b"))
         first = _connection_indexes(server, 2)
@@ -62,7 +49,7 @@ def test_pool_max_idle_connections(server: MockServer) -> None:
     for _ in range(3):
         server.enqueue(MockResponse(200, body=b"x"))
     pool = fastnet.ConnectionPool(max_idle_connections=1)
-    with _client(connection_pool=pool) as client:
+    with make_fast_client(connection_pool=pool) as client:
         streams = [client.stream("GET", server.url("/")) for _ in range(3)]
         assert pool.connection_count() == 3 and pool.idle_connection_count() == 0
         for r in streams:
@@ -73,7 +60,7 @@ def test_pool_max_idle_connections(server: MockServer) -> None:
 def test_pool_max_idle_zero_never_pools(server: MockServer) -> None:
     server.enqueue(MockResponse(200), MockResponse(200))
     pool = fastnet.ConnectionPool(max_idle_connections=0)
-    with _client(connection_pool=pool) as client:
+    with make_fast_client(connection_pool=pool) as client:
         client.get(server.url("/"))
         client.get(server.url("/"))
         assert pool.connection_count() == 0
@@ -83,7 +70,7 @@ def test_pool_max_idle_zero_never_pools(server: MockServer) -> None:
 def test_pool_keep_alive_expiry(server: MockServer) -> None:
     server.enqueue(MockResponse(200), MockResponse(200), MockResponse(200))
     pool = fastnet.ConnectionPool(keep_alive=0.2)
-    with _client(connection_pool=pool) as client:
+    with make_fast_client(connection_pool=pool) as client:
         client.get(server.url("/"))
         assert pool.idle_connection_count() == 1
         time.sleep(0.3)
@@ -98,7 +85,7 @@ def test_pool_keep_alive_expiry(server: MockServer) -> None:
 def test_pool_evict_all_and_counts(server: MockServer) -> None:
     for _ in range(3):
         server.enqueue(MockResponse(200, body=b"x"))
-    with _client() as client:
+    with make_fast_client() as client:
         pool = client.connection_pool
         held = client.stream("GET", server.url("/"))
         client.get(server.url("/"))
@@ -128,7 +115,7 @@ def test_pool_validates_arguments() -> None:
 
 def test_pool_streamed_body_not_pooled_until_read(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"x" * 10_000))
-    with _client() as client:
+    with make_fast_client() as client:
         r = client.stream("GET", server.url("/"))
         assert client.connection_pool.idle_connection_count() == 0
         assert len(r.read()) == 10_000
@@ -139,7 +126,7 @@ def test_pool_streamed_body_not_pooled_until_read(server: MockServer) -> None:
 
 def test_pool_early_close_drains_fast_body(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"y" * 50_000), MockResponse(200, body=b"next"))
-    with _client() as client:
+    with make_fast_client() as client:
         with client.stream("GET", server.url("/")) as r:
             assert r.status_code == 200  # body never read
         assert client.connection_pool.idle_connection_count() == 1
@@ -149,7 +136,7 @@ def test_pool_early_close_drains_fast_body(server: MockServer) -> None:
 
 def test_pool_early_close_of_slow_body_closes_connection(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"z" * 400, throttle=(10, 0.05)), MockResponse(200))
-    with _client() as client:
+    with make_fast_client() as client:
         r = client.stream("GET", server.url("/"))
         started = time.monotonic()
         r.close()
@@ -161,7 +148,7 @@ def test_pool_early_close_of_slow_body_closes_connection(server: MockServer) -> 
 
 def test_pool_early_close_chunked(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"c" * 30_000, chunked=True, chunk_size=1000), MockResponse(200))
-    with _client() as client:
+    with make_fast_client() as client:
         client.stream("GET", server.url("/")).close()
         assert client.connection_pool.idle_connection_count() == 1
         client.get(server.url("/"))
@@ -171,14 +158,14 @@ def test_pool_early_close_chunked(server: MockServer) -> None:
 def test_pool_read_until_close_body_never_pooled(server: MockServer) -> None:
     raw = b"HTTP/1.1 200 OK\r\n\r\nuntil close"
     server.enqueue(MockResponse(raw=raw, policy=SocketPolicy.CLOSE_AFTER_RESPONSE))
-    with _client() as client:
+    with make_fast_client() as client:
         assert client.get(server.url("/")).content == b"until close"
         assert client.connection_pool.connection_count() == 0
 
 
 def test_pool_response_connection_close_honoured(server: MockServer) -> None:
     server.enqueue(MockResponse(200, headers={"Connection": "close"}, body=b"bye"), MockResponse(200))
-    with _client() as client:
+    with make_fast_client() as client:
         assert client.get(server.url("/")).content == b"bye"
         assert client.connection_pool.connection_count() == 0
         client.get(server.url("/"))
@@ -187,7 +174,7 @@ def test_pool_response_connection_close_honoured(server: MockServer) -> None:
 
 def test_pool_request_connection_close_honoured(server: MockServer) -> None:
     server.enqueue(MockResponse(200), MockResponse(200))
-    with _client() as client:
+    with make_fast_client() as client:
         client.get(server.url("/"), headers={"Connection": "close"})
         assert client.connection_pool.connection_count() == 0
         client.get(server.url("/"))
@@ -198,7 +185,7 @@ def test_pool_http10_without_keep_alive_not_pooled(server: MockServer) -> None:
     server.enqueue(
         MockResponse(200, http_version="HTTP/1.0", body=b"old", policy=SocketPolicy.CLOSE_AFTER_RESPONSE)
     )
-    with _client() as client:
+    with make_fast_client() as client:
         assert client.get(server.url("/")).content == b"old"
         assert client.connection_pool.connection_count() == 0
 
@@ -209,7 +196,7 @@ def test_pool_peer_closed_while_idle_is_detected(server: MockServer) -> None:
     server.enqueue(
         MockResponse(200, body=b"1", policy=SocketPolicy.CLOSE_AFTER_RESPONSE), MockResponse(200, body=b"2")
     )
-    with _client(retry_on_connection_failure=False) as client:
+    with make_fast_client(retry_on_connection_failure=False) as client:
         assert client.get(server.url("/")).content == b"1"
         assert client.connection_pool.idle_connection_count() == 1
         time.sleep(1.2)
@@ -223,7 +210,7 @@ def test_pool_stale_connection_retried_on_fresh_one(server: MockServer) -> None:
     server.enqueue(
         MockResponse(200, body=b"1", policy=SocketPolicy.CLOSE_AFTER_RESPONSE), MockResponse(200, body=b"2")
     )
-    with _client() as client:
+    with make_fast_client() as client:
         assert client.get(server.url("/")).content == b"1"
         time.sleep(0.05)
         assert client.get(server.url("/")).content == b"2"
@@ -232,7 +219,7 @@ def test_pool_stale_connection_retried_on_fresh_one(server: MockServer) -> None:
 
 def test_pool_max_connections_per_host_waits_for_a_slot(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"first"), MockResponse(200, body=b"second"))
-    with _client(max_connections_per_host=1) as client:
+    with make_fast_client(max_connections_per_host=1) as client:
         held = client.stream("GET", server.url("/"))
         result: list[Any] = []
 
@@ -259,7 +246,7 @@ def test_pool_max_connections_per_host_waits_for_a_slot(server: MockServer) -> N
 
 def test_pool_max_connections_per_host_pool_timeout(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"held"))
-    with _client(max_connections_per_host=1) as client:
+    with make_fast_client(max_connections_per_host=1) as client:
         with client.stream("GET", server.url("/")) as held:
             hurried = client.with_options(call_timeout=0.3)
             assert hurried.connection_pool is client.connection_pool
@@ -273,7 +260,7 @@ def test_pool_max_connections_per_host_pool_timeout(server: MockServer) -> None:
 
 def test_pool_per_host_slot_freed_after_failure(server: MockServer) -> None:
     server.enqueue(MockResponse(raw=b"nonsense\r\n\r\n"), MockResponse(200, body=b"ok"))
-    with _client(max_connections_per_host=1, call_timeout=5) as client:
+    with make_fast_client(max_connections_per_host=1, call_timeout=5) as client:
         with pytest.raises(fastnet.ProtocolError):
             client.get(server.url("/"))
         assert client.connection_pool.connection_count() == 0
@@ -284,7 +271,7 @@ def test_pool_per_host_idle_connection_evicted_for_new_route(server: MockServer)
     # at the limit with only an idle connection (to another address of the same host), the idle one
     # is closed to make room rather than waiting
     server.enqueue(MockResponse(200), MockResponse(200))
-    with _client(max_connections_per_host=1, call_timeout=2) as client:
+    with make_fast_client(max_connections_per_host=1, call_timeout=2) as client:
         client.get(server.url("/"))
         assert client.connection_pool.idle_connection_count() == 1
         client.get(server.url("/"), headers={"Connection": "close"})

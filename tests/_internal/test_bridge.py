@@ -7,31 +7,18 @@ from __future__ import annotations
 import gzip
 import io
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
+from conftest import make_fast_client
 from fakes import FakeDns
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
 
 
-@pytest.fixture
-def server() -> Iterator[MockServer]:
-    with MockServer() as s:
-        yield s
-
-
-def _client(**options: Any) -> fastnet.Client:
-    options.setdefault("trust_env", False)
-    options.setdefault("read_timeout", 5)
-    options.setdefault("connect_timeout", 5)
-    return fastnet.Client(**options)
-
-
 def test_bridge_default_headers(server: MockServer) -> None:
     server.enqueue(MockResponse(200))
-    with _client() as client:
+    with make_fast_client() as client:
         client.get(server.url("/"))
     rec = server.take_request()
     assert rec.headers[0] == ("Host", f"127.0.0.1:{server.port}")
@@ -43,7 +30,7 @@ def test_bridge_default_headers(server: MockServer) -> None:
 
 def test_bridge_user_headers_kept_and_defaults_added(server: MockServer) -> None:
     server.enqueue(MockResponse(200))
-    with _client() as client:
+    with make_fast_client() as client:
         client.get(server.url("/"), headers=[("X-A", "1"), ("X-A", "2"), ("Host", "virtual.test")])
     rec = server.take_request()
     assert rec.header_values("x-a") == ["1", "2"]
@@ -59,14 +46,14 @@ def test_bridge_user_headers_kept_and_defaults_added(server: MockServer) -> None
 
 def test_bridge_host_for_a_name(server: MockServer) -> None:
     server.enqueue(MockResponse(200))
-    with _client(dns=FakeDns({"app.test": ["127.0.0.1"]})) as client:
+    with make_fast_client(dns=FakeDns({"app.test": ["127.0.0.1"]})) as client:
         client.get(server.url("/", host="app.test"))
     assert server.take_request().header("host") == f"app.test:{server.port}"
 
 
 def test_bridge_content_length_for_known_bodies(server: MockServer) -> None:
     server.enqueue(MockResponse(200), MockResponse(200))
-    with _client() as client:
+    with make_fast_client() as client:
         client.post(server.url("/"), body=b"12345")
         client.put(server.url("/"), body=io.BytesIO(b"abc"))
     assert server.take_request().header("content-length") == "5"
@@ -76,7 +63,7 @@ def test_bridge_content_length_for_known_bodies(server: MockServer) -> None:
 
 def test_bridge_wrong_user_content_length_replaced(server: MockServer) -> None:
     server.enqueue(MockResponse(200))
-    with _client() as client:
+    with make_fast_client() as client:
         client.post(server.url("/"), body=b"12345", headers={"Content-Length": "99"})
     rec = server.take_request()
     assert rec.header_values("content-length") == ["5"] and rec.body == b"12345"
@@ -89,7 +76,7 @@ def test_bridge_chunked_for_unknown_length(server: MockServer) -> None:
         yield b"bc"
 
     server.enqueue(MockResponse(200))
-    with _client() as client:
+    with make_fast_client() as client:
         client.post(server.url("/"), body=gen())
     rec = server.take_request()
     assert rec.chunked and rec.header("transfer-encoding") == "chunked"
@@ -100,14 +87,14 @@ def test_bridge_chunked_for_unknown_length(server: MockServer) -> None:
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH"])
 def test_bridge_empty_body_methods_send_content_length_zero(server: MockServer, method: str) -> None:
     server.enqueue(MockResponse(200))
-    with _client() as client:
+    with make_fast_client() as client:
         client.request(method, server.url("/"))
     assert server.take_request().header("content-length") == "0"
 
 
 def test_bridge_content_type(server: MockServer) -> None:
     server.enqueue(MockResponse(200), MockResponse(200), MockResponse(200), MockResponse(200))
-    with _client() as client:
+    with make_fast_client() as client:
         client.post(server.url("/"), body="text")
         client.post(server.url("/"), body="text", headers={"Content-Type": "text/csv"})
         client.post(server.url("/"), json={})
@@ -120,7 +107,7 @@ def test_bridge_content_type(server: MockServer) -> None:
 
 def test_bridge_connection_header_respected(server: MockServer) -> None:
     server.enqueue(MockResponse(200))
-    with _client() as client:
+    with make_fast_client() as client:
         client.get(server.url("/"), headers={"Connection": "close"})
         assert server.take_request().header_values("connection") == ["close"]
         assert client.connection_pool.connection_count() == 0
@@ -129,7 +116,7 @@ def test_bridge_connection_header_respected(server: MockServer) -> None:
 def test_bridge_gzip_transparently_decoded(server: MockServer) -> None:
     payload = b"hello gzip " * 1000
     server.enqueue(MockResponse(200, headers={"Content-Encoding": "gzip"}, body=gzip.compress(payload)))
-    with _client() as client:
+    with make_fast_client() as client:
         r = client.get(server.url("/"))
         assert r.content == payload
         assert "content-encoding" not in r.headers and "content-length" not in r.headers
@@ -147,7 +134,7 @@ def test_bridge_gzip_streamed_and_chunked(server: MockServer) -> None:
             chunk_size=1000,
         )
     )
-    with _client() as client:
+    with make_fast_client() as client:
         with client.stream("GET", server.url("/")) as r:
             assert b"".join(r.iter_bytes()) == payload
 
@@ -155,7 +142,7 @@ def test_bridge_gzip_streamed_and_chunked(server: MockServer) -> None:
 def test_bridge_gzip_not_decoded_when_user_asked_for_it(server: MockServer) -> None:
     compressed = gzip.compress(b"raw please")
     server.enqueue(MockResponse(200, headers={"Content-Encoding": "gzip"}, body=compressed))
-    with _client() as client:
+    with make_fast_client() as client:
         r = client.get(server.url("/"), headers={"Accept-Encoding": "gzip"})
         assert r.content == compressed and r.headers["content-encoding"] == "gzip"
     assert server.take_request().header_values("accept-encoding") == ["gzip"]
@@ -163,21 +150,21 @@ def test_bridge_gzip_not_decoded_when_user_asked_for_it(server: MockServer) -> N
 
 def test_bridge_no_gzip_for_range_requests(server: MockServer) -> None:
     server.enqueue(MockResponse(206, body=b"part"))
-    with _client() as client:
+    with make_fast_client() as client:
         client.get(server.url("/"), headers={"Range": "bytes=0-3"})
     assert server.take_request().header("accept-encoding") is None
 
 
 def test_bridge_gzip_head_response(server: MockServer) -> None:
     server.enqueue(MockResponse(200, headers={"Content-Encoding": "gzip", "Content-Length": "40"}))
-    with _client() as client:
+    with make_fast_client() as client:
         r = client.head(server.url("/"))
         assert r.content == b"" and client.connection_pool.idle_connection_count() == 1
 
 
 def test_bridge_invalid_gzip_is_protocol_error(server: MockServer) -> None:
     server.enqueue(MockResponse(200, headers={"Content-Encoding": "gzip"}, body=b"not gzip at all"))
-    with _client() as client:
+    with make_fast_client() as client:
         with pytest.raises(fastnet.ProtocolError, match="gzip"):
             client.get(server.url("/"))
         assert client.connection_pool.connection_count() == 0
@@ -185,7 +172,7 @@ def test_bridge_invalid_gzip_is_protocol_error(server: MockServer) -> None:
 
 def test_bridge_user_agent(server: MockServer) -> None:
     server.enqueue(MockResponse(200), MockResponse(200))
-    with _client(user_agent="crawler/2.0") as client:
+    with make_fast_client(user_agent="crawler/2.0") as client:
         client.get(server.url("/"))
         client.get(server.url("/"), headers={"User-Agent": "mine"})
     assert server.take_request().header("user-agent") == "crawler/2.0"
@@ -201,7 +188,7 @@ def test_bridge_cookies_saved_and_sent(server: MockServer) -> None:
         MockResponse(200),
         MockResponse(200),
     )
-    with _client(cookie_jar=jar, dns=dns) as client:
+    with make_fast_client(cookie_jar=jar, dns=dns) as client:
         client.get(server.url("/login", host="app.test"))
         assert server.take_request().header("cookie") is None
         client.get(server.url("/deep/x", host="app.test"))
@@ -220,7 +207,7 @@ def test_bridge_cookie_expiry_deletes(server: MockServer) -> None:
         MockResponse(200, headers={"Set-Cookie": "a=; Max-Age=0"}),
         MockResponse(200),
     )
-    with _client(cookie_jar=jar) as client:
+    with make_fast_client(cookie_jar=jar) as client:
         client.get(server.url("/"))
         client.get(server.url("/"))
         client.get(server.url("/"))
@@ -244,7 +231,7 @@ def test_bridge_custom_cookie_jar_protocol(server: MockServer) -> None:
 
     jar = Jar()
     server.enqueue(MockResponse(200, headers={"Set-Cookie": "new=1"}))
-    with _client(cookie_jar=jar) as client:
+    with make_fast_client(cookie_jar=jar) as client:
         client.get(server.url("/p"))
     assert server.take_request().header("cookie") == "k=v"
     assert jar.saved == [(server.url("/p"), ["new"])]
@@ -252,7 +239,7 @@ def test_bridge_custom_cookie_jar_protocol(server: MockServer) -> None:
 
 def test_bridge_no_cookies_default(server: MockServer) -> None:
     server.enqueue(MockResponse(200, headers={"Set-Cookie": "a=1"}), MockResponse(200))
-    with _client(cookie_jar=fastnet.NO_COOKIES) as client:
+    with make_fast_client(cookie_jar=fastnet.NO_COOKIES) as client:
         client.get(server.url("/"))
         client.get(server.url("/"))
     server.take_request()

@@ -17,7 +17,8 @@ TIMEOUT = 5.0
 
 
 @pytest.fixture
-def server() -> Iterator[MockServer]:
+def strict_server() -> Iterator[MockServer]:
+    """conftest's ``server``, and the test fails if the server recorded an error."""
     with MockServer() as s:
         yield s
     assert s.errors == []
@@ -30,7 +31,8 @@ def tls_server_ca() -> object:
 
 
 @pytest.fixture
-def tls_server(tls_server_ca: object) -> Iterator[MockServer]:
+def strict_tls_server(tls_server_ca: object) -> Iterator[MockServer]:
+    """``strict_server`` over TLS, its certificate from this module's one test CA."""
     with MockServer(tls=True, ca=tls_server_ca) as s:  # type: ignore[arg-type]
         yield s
     assert s.errors == []
@@ -108,32 +110,32 @@ def _get(server: MockServer, path: str = "/", method: str = "GET") -> tuple[int,
 # --- queue, default response, dispatcher ------------------------------------------------------------
 
 
-def test_mock_server_serves_queue_in_order(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"one"))
-    server.enqueue(MockResponse(201, body="two"), MockResponse(202, body=b"three"))
-    assert _get(server, "/a") == (200, b"one")
-    assert _get(server, "/b") == (201, b"two")
-    assert _get(server, "/c") == (202, b"three")
-    assert [server.take_request().path for _ in range(3)] == ["/a", "/b", "/c"]
-    assert server.request_count == 3
-    assert server.connection_count == 3
+def test_mock_server_serves_queue_in_order(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(200, body=b"one"))
+    strict_server.enqueue(MockResponse(201, body="two"), MockResponse(202, body=b"three"))
+    assert _get(strict_server, "/a") == (200, b"one")
+    assert _get(strict_server, "/b") == (201, b"two")
+    assert _get(strict_server, "/c") == (202, b"three")
+    assert [strict_server.take_request().path for _ in range(3)] == ["/a", "/b", "/c"]
+    assert strict_server.request_count == 3
+    assert strict_server.connection_count == 3
 
 
-def test_mock_server_default_response_when_queue_empty(server: MockServer) -> None:
-    assert _get(server) == (404, b"no response enqueued")
-    server.default_response = MockResponse(503, body=b"down")
-    assert _get(server) == (503, b"down")
+def test_mock_server_default_response_when_queue_empty(strict_server: MockServer) -> None:
+    assert _get(strict_server) == (404, b"no response enqueued")
+    strict_server.default_response = MockResponse(503, body=b"down")
+    assert _get(strict_server) == (503, b"down")
 
 
-def test_mock_server_dispatcher_replaces_queue(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"queued"))
+def test_mock_server_dispatcher_replaces_queue(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(200, body=b"queued"))
 
     def dispatch(request: RecordedRequest) -> MockResponse:
         return MockResponse(200, body=f"{request.method} {request.path} {request.body!r}")
 
-    server.dispatcher = dispatch
-    assert _get(server, "/x?y") == (200, b"GET /x b''")
-    sock = _connect(server)
+    strict_server.dispatcher = dispatch
+    assert _get(strict_server, "/x?y") == (200, b"GET /x b''")
+    sock = _connect(strict_server)
     with sock:
         _, body = _exchange(sock, b"POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc")
     assert body == b"POST /p b'abc'"
@@ -152,21 +154,21 @@ def test_mock_server_dispatcher_exception_answers_500() -> None:
     assert len(server.errors) == 1 and isinstance(server.errors[0], RuntimeError)
 
 
-def test_mock_server_take_request_times_out(server: MockServer) -> None:
+def test_mock_server_take_request_times_out(strict_server: MockServer) -> None:
     with pytest.raises(TimeoutError):
-        server.take_request(timeout=0.05)
+        strict_server.take_request(timeout=0.05)
 
 
 # --- recording -------------------------------------------------------------------------------------
 
 
-def test_mock_server_records_request_fields(server: MockServer) -> None:
-    server.enqueue(MockResponse(200))
+def test_mock_server_records_request_fields(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(200))
     head = b"GET /path?q=1 HTTP/1.1\r\nHost: example.test\r\nX-A: 1\r\nx-a:  2 \r\nAccept: */*\r\n\r\n"
-    sock = _connect(server)
+    sock = _connect(strict_server)
     with sock:
         _exchange(sock, head)
-    rec = server.take_request(timeout=TIMEOUT)
+    rec = strict_server.take_request(timeout=TIMEOUT)
     assert rec.method == "GET"
     assert rec.target == "/path?q=1"
     assert rec.path == "/path"
@@ -184,18 +186,18 @@ def test_mock_server_records_request_fields(server: MockServer) -> None:
     assert rec.sequence_number == 0 and rec.connection_index == 0
 
 
-def test_mock_server_query_absent_vs_empty(server: MockServer) -> None:
-    _get(server, "/a")
-    _get(server, "/b?")
-    assert server.take_request().query is None
-    assert server.take_request().query == ""
+def test_mock_server_query_absent_vs_empty(strict_server: MockServer) -> None:
+    _get(strict_server, "/a")
+    _get(strict_server, "/b?")
+    assert strict_server.take_request().query is None
+    assert strict_server.take_request().query == ""
 
 
-def test_mock_server_keep_alive_sequence_numbers_and_connection_index(server: MockServer) -> None:
+def test_mock_server_keep_alive_sequence_numbers_and_connection_index(strict_server: MockServer) -> None:
     for i in range(4):
-        server.enqueue(MockResponse(200, body=str(i)))
-    first = http.client.HTTPConnection(server.host, server.port, timeout=TIMEOUT)
-    second = http.client.HTTPConnection(server.host, server.port, timeout=TIMEOUT)
+        strict_server.enqueue(MockResponse(200, body=str(i)))
+    first = http.client.HTTPConnection(strict_server.host, strict_server.port, timeout=TIMEOUT)
+    second = http.client.HTTPConnection(strict_server.host, strict_server.port, timeout=TIMEOUT)
     try:
         for conn in (first, first, first):
             conn.request("GET", "/")
@@ -205,14 +207,14 @@ def test_mock_server_keep_alive_sequence_numbers_and_connection_index(server: Mo
     finally:
         first.close()
         second.close()
-    recs = [server.take_request() for _ in range(4)]
+    recs = [strict_server.take_request() for _ in range(4)]
     assert [(r.connection_index, r.sequence_number) for r in recs] == [(0, 0), (0, 1), (0, 2), (1, 0)]
-    assert server.connection_count == 2
+    assert strict_server.connection_count == 2
 
 
-def test_mock_server_pipelined_requests(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"a"), MockResponse(200, body=b"b"))
-    sock = _connect(server)
+def test_mock_server_pipelined_requests(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(200, body=b"a"), MockResponse(200, body=b"b"))
+    sock = _connect(strict_server)
     buf = bytearray()
     with sock:
         sock.sendall(b"GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n")
@@ -221,65 +223,65 @@ def test_mock_server_pipelined_requests(server: MockServer) -> None:
             head = _recv_head(sock, buf)
             bodies.append(_recv_exact(sock, buf, _content_length(head)))
     assert bodies == [b"a", b"b"]
-    assert [server.take_request().sequence_number for _ in range(2)] == [0, 1]
+    assert [strict_server.take_request().sequence_number for _ in range(2)] == [0, 1]
 
 
-def test_mock_server_content_length_request_body(server: MockServer) -> None:
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=TIMEOUT)
+def test_mock_server_content_length_request_body(strict_server: MockServer) -> None:
+    conn = http.client.HTTPConnection(strict_server.host, strict_server.port, timeout=TIMEOUT)
     try:
         conn.request("PUT", "/up", body=b"x" * 100_000, headers={"Content-Type": "application/octet-stream"})
         conn.getresponse().read()
     finally:
         conn.close()
-    rec = server.take_request()
+    rec = strict_server.take_request()
     assert rec.body == b"x" * 100_000
     assert rec.chunked is False
 
 
-def test_mock_server_chunked_request_body(server: MockServer) -> None:
-    sock = _connect(server)
+def test_mock_server_chunked_request_body(strict_server: MockServer) -> None:
+    sock = _connect(strict_server)
     with sock:
         _exchange(
             sock,
             b"POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
             b"5\r\nhello\r\n1;ext=1\r\n,\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n",
         )
-    rec = server.take_request()
+    rec = strict_server.take_request()
     assert rec.body == b"hello, world"
     assert rec.chunked is True
     assert rec.trailers == [("X-Trailer", "t")]
 
 
-def test_mock_server_chunked_request_body_from_http_client(server: MockServer) -> None:
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=TIMEOUT)
+def test_mock_server_chunked_request_body_from_http_client(strict_server: MockServer) -> None:
+    conn = http.client.HTTPConnection(strict_server.host, strict_server.port, timeout=TIMEOUT)
     try:
         conn.request("POST", "/", body=iter([b"ab", b"cd", b"e"]), encode_chunked=True)
         conn.getresponse().read()
     finally:
         conn.close()
-    rec = server.take_request()
+    rec = strict_server.take_request()
     assert rec.body == b"abcde" and rec.chunked
 
 
-def test_mock_server_absolute_form_target(server: MockServer) -> None:
-    sock = _connect(server)
+def test_mock_server_absolute_form_target(strict_server: MockServer) -> None:
+    sock = _connect(strict_server)
     with sock:
         _exchange(sock, b"GET http://example.test:8080/a/b?c=d HTTP/1.1\r\nHost: example.test:8080\r\n\r\n")
         _exchange(sock, b"GET http://example.test HTTP/1.1\r\nHost: example.test\r\n\r\n")
-    rec = server.take_request()
+    rec = strict_server.take_request()
     assert rec.target == "http://example.test:8080/a/b?c=d"
     assert rec.path == "/a/b" and rec.query == "c=d"
-    rec = server.take_request()
+    rec = strict_server.take_request()
     assert rec.path == "/" and rec.query is None
 
 
-def test_mock_server_rejects_garbage_with_400(server: MockServer) -> None:
-    sock = _connect(server)
+def test_mock_server_rejects_garbage_with_400(strict_server: MockServer) -> None:
+    sock = _connect(strict_server)
     with sock:
         sock.sendall(b"this is not http\r\n\r\n")
         data = _recv_until_eof(sock)
     assert data.startswith(b"HTTP/1.1 400 Bad Request\r\n")
-    assert server.request_count == 0
+    assert strict_server.request_count == 0
 
 
 @pytest.mark.parametrize(
@@ -294,16 +296,16 @@ def test_mock_server_rejects_garbage_with_400(server: MockServer) -> None:
         b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
     ],
 )
-def test_mock_server_rejects_bad_framing_with_400(server: MockServer, head: bytes) -> None:
-    sock = _connect(server)
+def test_mock_server_rejects_bad_framing_with_400(strict_server: MockServer, head: bytes) -> None:
+    sock = _connect(strict_server)
     with sock:
         sock.sendall(head)
         data = _recv_until_eof(sock)
     assert data.startswith(b"HTTP/1.1 400 ")
 
 
-def test_mock_server_oversized_head_gets_400(server: MockServer) -> None:
-    sock = _connect(server)
+def test_mock_server_oversized_head_gets_400(strict_server: MockServer) -> None:
+    sock = _connect(strict_server)
     with sock:
         try:
             sock.sendall(b"GET / HTTP/1.1\r\nX: " + b"a" * 70_000)
@@ -313,26 +315,28 @@ def test_mock_server_oversized_head_gets_400(server: MockServer) -> None:
     assert data.startswith(b"HTTP/1.1 400 ")
 
 
-def test_mock_server_client_closing_mid_request_is_quiet(server: MockServer) -> None:
-    sock = _connect(server)
+def test_mock_server_client_closing_mid_request_is_quiet(strict_server: MockServer) -> None:
+    sock = _connect(strict_server)
     sock.sendall(b"GET / HTTP/1.1\r\nHost:")
     sock.close()
-    sock = _connect(server)
+    sock = _connect(strict_server)
     sock.sendall(b"POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
     sock.close()
-    sock = _connect(server)
+    sock = _connect(strict_server)
     sock.close()
-    server.shutdown()
-    assert server.errors == []
-    assert server.request_count == 0
+    strict_server.shutdown()
+    assert strict_server.errors == []
+    assert strict_server.request_count == 0
 
 
 # --- response building -------------------------------------------------------------------------------
 
 
-def test_mock_server_response_headers_in_order_with_repeats(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, headers=[("Set-Cookie", "a=1"), ("X", "y"), ("Set-Cookie", "b=2")]))
-    sock = _connect(server)
+def test_mock_server_response_headers_in_order_with_repeats(strict_server: MockServer) -> None:
+    strict_server.enqueue(
+        MockResponse(200, headers=[("Set-Cookie", "a=1"), ("X", "y"), ("Set-Cookie", "b=2")])
+    )
+    sock = _connect(strict_server)
     with sock:
         head, _ = _exchange(sock, b"GET / HTTP/1.1\r\nHost: h\r\n\r\n")
     assert head == (
@@ -340,14 +344,14 @@ def test_mock_server_response_headers_in_order_with_repeats(server: MockServer) 
     )
 
 
-def test_mock_server_content_length_rules(server: MockServer) -> None:
-    server.enqueue(
+def test_mock_server_content_length_rules(strict_server: MockServer) -> None:
+    strict_server.enqueue(
         MockResponse(200, reason="Fine", body=b"abc"),
         MockResponse(204),
         MockResponse(599, headers={"Content-Length": "3"}, body=b"abc"),
         MockResponse(200, body=b"abc", add_content_length=False, policy=SocketPolicy.CLOSE_AFTER_RESPONSE),
     )
-    sock = _connect(server)
+    sock = _connect(strict_server)
     buf = bytearray()
     with sock:
         assert _exchange(sock, b"GET / HTTP/1.1\r\n\r\n", buf) == (
@@ -363,9 +367,9 @@ def test_mock_server_content_length_rules(server: MockServer) -> None:
         assert bytes(buf) + _recv_until_eof(sock) == b"HTTP/1.1 200 OK\r\n\r\nabc"
 
 
-def test_mock_server_head_request_has_no_body(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"hello"), MockResponse(200, body=b"next"))
-    sock = _connect(server)
+def test_mock_server_head_request_has_no_body(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(200, body=b"hello"), MockResponse(200, body=b"next"))
+    sock = _connect(strict_server)
     buf = bytearray()
     with sock:
         sock.sendall(b"HEAD / HTTP/1.1\r\nHost: h\r\n\r\n")
@@ -374,8 +378,8 @@ def test_mock_server_head_request_has_no_body(server: MockServer) -> None:
         assert _exchange(sock, b"GET / HTTP/1.1\r\n\r\n", buf)[1] == b"next"
 
 
-def test_mock_server_chunked_response_with_trailers(server: MockServer) -> None:
-    server.enqueue(
+def test_mock_server_chunked_response_with_trailers(strict_server: MockServer) -> None:
+    strict_server.enqueue(
         MockResponse(
             200,
             body=b"hello world",
@@ -385,7 +389,7 @@ def test_mock_server_chunked_response_with_trailers(server: MockServer) -> None:
             policy=SocketPolicy.CLOSE_AFTER_RESPONSE,
         )
     )
-    sock = _connect(server)
+    sock = _connect(strict_server)
     with sock:
         sock.sendall(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n")
         data = _recv_until_eof(sock)
@@ -395,22 +399,22 @@ def test_mock_server_chunked_response_with_trailers(server: MockServer) -> None:
     )
 
 
-def test_mock_server_chunked_response_read_by_http_client(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"x" * 1000, chunked=True, chunk_size=7))
-    server.enqueue(MockResponse(200, body=b"", chunked=True))
-    assert _get(server) == (200, b"x" * 1000)
-    assert _get(server) == (200, b"")
+def test_mock_server_chunked_response_read_by_http_client(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(200, body=b"x" * 1000, chunked=True, chunk_size=7))
+    strict_server.enqueue(MockResponse(200, body=b"", chunked=True))
+    assert _get(strict_server) == (200, b"x" * 1000)
+    assert _get(strict_server) == (200, b"")
 
 
-def test_mock_server_informational_heads(server: MockServer) -> None:
-    server.enqueue(
+def test_mock_server_informational_heads(strict_server: MockServer) -> None:
+    strict_server.enqueue(
         MockResponse(
             200,
             body=b"ok",
             informational=[(103, {"Link": "</style.css>; rel=preload"}), (102, None)],
         )
     )
-    sock = _connect(server)
+    sock = _connect(strict_server)
     buf = bytearray()
     with sock:
         sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
@@ -420,12 +424,12 @@ def test_mock_server_informational_heads(server: MockServer) -> None:
         assert _recv_exact(sock, buf, 2) == b"ok"
 
 
-def test_mock_server_raw_bytes(server: MockServer) -> None:
+def test_mock_server_raw_bytes(strict_server: MockServer) -> None:
     raw = b"HTTP/1.1 200 Whatever\r\nX-Odd:   spaced  \r\nContent-Length: 2\r\n\r\nhi"
-    server.enqueue(
+    strict_server.enqueue(
         MockResponse(raw=raw), MockResponse(raw=b"garbage", policy=SocketPolicy.CLOSE_AFTER_RESPONSE)
     )
-    sock = _connect(server)
+    sock = _connect(strict_server)
     buf = bytearray()
     with sock:
         head, body = _exchange(sock, b"GET / HTTP/1.1\r\n\r\n", buf)
@@ -434,10 +438,12 @@ def test_mock_server_raw_bytes(server: MockServer) -> None:
         assert bytes(buf) + _recv_until_eof(sock) == b"garbage"
 
 
-def test_mock_server_throttle_and_delays(server: MockServer) -> None:
+def test_mock_server_throttle_and_delays(strict_server: MockServer) -> None:
     body = bytes(range(256)) * 4
-    server.enqueue(MockResponse(200, body=body, throttle=(256, 0.03), head_delay=0.05, body_delay=0.05))
-    sock = _connect(server)
+    strict_server.enqueue(
+        MockResponse(200, body=body, throttle=(256, 0.03), head_delay=0.05, body_delay=0.05)
+    )
+    sock = _connect(strict_server)
     buf = bytearray()
     with sock:
         started = time.monotonic()
@@ -467,63 +473,65 @@ def test_mock_server_response_object_is_immutable() -> None:
 # --- socket policies -------------------------------------------------------------------------------
 
 
-def test_mock_server_close_after_response(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"bye", policy=SocketPolicy.CLOSE_AFTER_RESPONSE))
-    sock = _connect(server)
+def test_mock_server_close_after_response(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(200, body=b"bye", policy=SocketPolicy.CLOSE_AFTER_RESPONSE))
+    sock = _connect(strict_server)
     with sock:
         sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
         assert _recv_until_eof(sock) == b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nbye"
 
 
-def test_mock_server_request_connection_close_ends_connection(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"a"), MockResponse(200, body=b"b"))
+def test_mock_server_request_connection_close_ends_connection(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(200, body=b"a"), MockResponse(200, body=b"b"))
     for request in (b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n", b"GET / HTTP/1.0\r\n\r\n"):
-        sock = _connect(server)
+        sock = _connect(strict_server)
         with sock:
             sock.sendall(request)
             assert _recv_until_eof(sock).endswith(b"\r\n\r\n" + (b"a" if b"1.1" in request else b"b"))
 
 
-def test_mock_server_disconnect_at_start(server: MockServer) -> None:
-    server.enqueue(MockResponse(policy=SocketPolicy.DISCONNECT_AT_START), MockResponse(200, body=b"second"))
-    sock = _connect(server)
+def test_mock_server_disconnect_at_start(strict_server: MockServer) -> None:
+    strict_server.enqueue(
+        MockResponse(policy=SocketPolicy.DISCONNECT_AT_START), MockResponse(200, body=b"second")
+    )
+    sock = _connect(strict_server)
     with sock:
         try:
             data = _recv_until_eof(sock)
         except ConnectionResetError:
             data = b""
     assert data == b""
-    assert _get(server) == (200, b"second")
-    assert server.connection_count == 2
-    assert server.request_count == 1
+    assert _get(strict_server) == (200, b"second")
+    assert strict_server.connection_count == 2
+    assert strict_server.request_count == 1
 
 
-def test_mock_server_disconnect_after_request(server: MockServer) -> None:
-    server.enqueue(MockResponse(policy=SocketPolicy.DISCONNECT_AFTER_REQUEST))
-    sock = _connect(server)
+def test_mock_server_disconnect_after_request(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(policy=SocketPolicy.DISCONNECT_AFTER_REQUEST))
+    sock = _connect(strict_server)
     with sock:
         sock.sendall(b"POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi")
         assert _recv_until_eof(sock) == b""
-    assert server.take_request().body == b"hi"
+    assert strict_server.take_request().body == b"hi"
 
 
-def test_mock_server_no_response_keeps_socket_open(server: MockServer) -> None:
-    server.enqueue(MockResponse(policy=SocketPolicy.NO_RESPONSE))
-    sock = _connect(server)
+def test_mock_server_no_response_keeps_socket_open(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(policy=SocketPolicy.NO_RESPONSE))
+    sock = _connect(strict_server)
     with sock:
         sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
-        assert server.take_request().path == "/"
+        assert strict_server.take_request().path == "/"
         sock.settimeout(0.2)
         with pytest.raises(socket.timeout):
             sock.recv(1)
         sock.settimeout(TIMEOUT)
-        server.shutdown()
+        strict_server.shutdown()
         assert _recv_until_eof(sock) == b""
 
 
-def test_mock_server_stall_body(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"0123456789", policy=SocketPolicy.STALL_BODY))
-    sock = _connect(server)
+def test_mock_server_stall_body(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(200, body=b"0123456789", policy=SocketPolicy.STALL_BODY))
+    sock = _connect(strict_server)
     buf = bytearray()
     with sock:
         sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
@@ -534,42 +542,42 @@ def test_mock_server_stall_body(server: MockServer) -> None:
             sock.recv(1)
 
 
-def test_mock_server_reset_after_request(server: MockServer) -> None:
-    server.enqueue(MockResponse(policy=SocketPolicy.RESET_AFTER_REQUEST))
-    sock = _connect(server)
+def test_mock_server_reset_after_request(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(policy=SocketPolicy.RESET_AFTER_REQUEST))
+    sock = _connect(strict_server)
     with sock:
         sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
         with pytest.raises(ConnectionResetError):
             _recv_until_eof(sock)
-    assert server.request_count == 1
+    assert strict_server.request_count == 1
 
 
-def test_mock_server_expect_continue(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"stored"))
-    sock = _connect(server)
+def test_mock_server_expect_continue(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(200, body=b"stored"))
+    sock = _connect(strict_server)
     buf = bytearray()
     with sock:
         sock.sendall(b"PUT /f HTTP/1.1\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n")
         assert _recv_head(sock, buf) == b"HTTP/1.1 100 Continue\r\n\r\n"
         head, body = _exchange(sock, b"data", buf)
     assert body == b"stored"
-    assert server.take_request().body == b"data"
+    assert strict_server.take_request().body == b"data"
 
 
-def test_mock_server_expect_continue_reject(server: MockServer) -> None:
-    server.enqueue(MockResponse(417, body=b"no", policy=SocketPolicy.EXPECT_CONTINUE_REJECT))
-    sock = _connect(server)
+def test_mock_server_expect_continue_reject(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(417, body=b"no", policy=SocketPolicy.EXPECT_CONTINUE_REJECT))
+    sock = _connect(strict_server)
     with sock:
         sock.sendall(b"PUT /f HTTP/1.1\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n")
         data = _recv_until_eof(sock)
     assert data == b"HTTP/1.1 417 Expectation Failed\r\nContent-Length: 2\r\n\r\nno"
-    rec = server.take_request()
+    rec = strict_server.take_request()
     assert rec.method == "PUT" and rec.body == b""
 
 
-def test_mock_server_shutdown_output_at_end(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"half", policy=SocketPolicy.SHUTDOWN_OUTPUT_AT_END))
-    sock = _connect(server)
+def test_mock_server_shutdown_output_at_end(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(200, body=b"half", policy=SocketPolicy.SHUTDOWN_OUTPUT_AT_END))
+    sock = _connect(strict_server)
     with sock:
         sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
         assert _recv_until_eof(sock).endswith(b"\r\n\r\nhalf")
@@ -661,38 +669,38 @@ def _https_get(server: MockServer, host: str, ctx: ssl.SSLContext, path: str = "
         conn.close()
 
 
-def test_mock_server_tls_with_generated_ca(tls_server: MockServer) -> None:
-    tls_server.enqueue(MockResponse(200, body=b"secure"), MockResponse(200, body=b"again"))
-    assert tls_server.url("/s").startswith("https://127.0.0.1:")
-    ctx = tls_server.client_ssl_context()
-    assert _https_get(tls_server, "127.0.0.1", ctx, "/s") == (200, b"secure")
-    assert _https_get(tls_server, "localhost", ctx) == (200, b"again")
-    first, second = tls_server.take_request(), tls_server.take_request()
+def test_mock_server_tls_with_generated_ca(strict_tls_server: MockServer) -> None:
+    strict_tls_server.enqueue(MockResponse(200, body=b"secure"), MockResponse(200, body=b"again"))
+    assert strict_tls_server.url("/s").startswith("https://127.0.0.1:")
+    ctx = strict_tls_server.client_ssl_context()
+    assert _https_get(strict_tls_server, "127.0.0.1", ctx, "/s") == (200, b"secure")
+    assert _https_get(strict_tls_server, "localhost", ctx) == (200, b"again")
+    first, second = strict_tls_server.take_request(), strict_tls_server.take_request()
     assert first.tls and second.tls
     assert first.server_name is None  # no SNI for IP addresses
     assert second.server_name == "localhost"
 
 
-def test_mock_server_tls_ca_path_is_pem(tls_server: MockServer) -> None:
-    assert tls_server.ca_path is not None
-    ctx = ssl.create_default_context(cafile=tls_server.ca_path)
-    tls_server.enqueue(MockResponse(200, body=b"pem"))
-    assert _https_get(tls_server, "127.0.0.1", ctx) == (200, b"pem")
+def test_mock_server_tls_ca_path_is_pem(strict_tls_server: MockServer) -> None:
+    assert strict_tls_server.ca_path is not None
+    ctx = ssl.create_default_context(cafile=strict_tls_server.ca_path)
+    strict_tls_server.enqueue(MockResponse(200, body=b"pem"))
+    assert _https_get(strict_tls_server, "127.0.0.1", ctx) == (200, b"pem")
 
 
-def test_mock_server_tls_hostname_verification_fails_for_other_names(tls_server: MockServer) -> None:
-    ctx = tls_server.client_ssl_context()
-    raw = _connect(tls_server)
+def test_mock_server_tls_hostname_verification_fails_for_other_names(strict_tls_server: MockServer) -> None:
+    ctx = strict_tls_server.client_ssl_context()
+    raw = _connect(strict_tls_server)
     with raw:
         with pytest.raises(ssl.SSLCertVerificationError):
             ctx.wrap_socket(raw, server_hostname="example.com")
 
 
-def test_mock_server_tls_untrusted_client_fails(tls_server: MockServer) -> None:
+def test_mock_server_tls_untrusted_client_fails(strict_tls_server: MockServer) -> None:
     trustme = pytest.importorskip("trustme")
     other = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     trustme.CA().configure_trust(other)
-    raw = _connect(tls_server)
+    raw = _connect(strict_tls_server)
     with raw:
         with pytest.raises(ssl.SSLCertVerificationError):
             other.wrap_socket(raw, server_hostname="localhost")
@@ -713,14 +721,14 @@ def test_mock_server_tls_shares_ca_between_servers(tls_server_ca: object) -> Non
 
 
 @pytest.mark.parametrize("name", ["api.example.test", "app.test", "example.test", "doh.test"])
-def test_mock_server_tls_test_names(tls_server: MockServer, name: str) -> None:
-    tls_server.enqueue(MockResponse(200, body=b"named"))
-    ctx = tls_server.client_ssl_context()
-    raw = _connect(tls_server)
+def test_mock_server_tls_test_names(strict_tls_server: MockServer, name: str) -> None:
+    strict_tls_server.enqueue(MockResponse(200, body=b"named"))
+    ctx = strict_tls_server.client_ssl_context()
+    raw = _connect(strict_tls_server)
     with ctx.wrap_socket(raw, server_hostname=name) as tls:
         _, body = _exchange(tls, b"GET / HTTP/1.1\r\nHost: " + name.encode() + b"\r\n\r\n")
     assert body == b"named"
-    assert tls_server.take_request().server_name == name
+    assert strict_tls_server.take_request().server_name == name
 
 
 @pytest.mark.skipif(not _has_ipv6(), reason="no IPv6 loopback")
@@ -730,42 +738,42 @@ def test_mock_server_tls_ipv6(tls_server_ca: object) -> None:
         assert _https_get(server, "::1", server.client_ssl_context()) == (200, b"v6")
 
 
-def test_mock_server_tunnel_connect_then_tls(tls_server: MockServer) -> None:
-    tls_server.enqueue(
+def test_mock_server_tunnel_connect_then_tls(strict_tls_server: MockServer) -> None:
+    strict_tls_server.enqueue(
         MockResponse(200, reason="Connection established", tunnel=True, add_content_length=False),
         MockResponse(200, body=b"inside"),
     )
-    raw = _connect(tls_server)
+    raw = _connect(strict_tls_server)
     with raw:
         buf = bytearray()
         raw.sendall(b"CONNECT origin.test:443 HTTP/1.1\r\nHost: origin.test:443\r\n\r\n")
         assert _recv_head(raw, buf) == b"HTTP/1.1 200 Connection established\r\n\r\n"
         assert not buf
-        tls = tls_server.client_ssl_context().wrap_socket(raw, server_hostname="origin.test")
+        tls = strict_tls_server.client_ssl_context().wrap_socket(raw, server_hostname="origin.test")
         with tls:
             _, body = _exchange(tls, b"GET /in HTTP/1.1\r\nHost: origin.test\r\n\r\n")
     assert body == b"inside"
-    connect, inner = tls_server.take_request(), tls_server.take_request()
+    connect, inner = strict_tls_server.take_request(), strict_tls_server.take_request()
     assert connect.method == "CONNECT" and connect.target == "origin.test:443"
     assert connect.path == "" and connect.query is None and connect.tls is False
     assert inner.path == "/in" and inner.tls and inner.server_name == "origin.test"
     assert (inner.connection_index, inner.sequence_number) == (0, 1)
 
 
-def test_mock_server_plain_tunnel_keeps_serving(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, tunnel=True), MockResponse(200, body=b"plain"))
-    sock = _connect(server)
+def test_mock_server_plain_tunnel_keeps_serving(strict_server: MockServer) -> None:
+    strict_server.enqueue(MockResponse(200, tunnel=True), MockResponse(200, body=b"plain"))
+    sock = _connect(strict_server)
     buf = bytearray()
     with sock:
         _exchange(sock, b"CONNECT h:80 HTTP/1.1\r\nHost: h:80\r\n\r\n", buf)
         assert _exchange(sock, b"GET / HTTP/1.1\r\n\r\n", buf)[1] == b"plain"
 
 
-def test_mock_server_tls_shutdown_during_handshake_is_fast(tls_server: MockServer) -> None:
-    raw = _connect(tls_server)
+def test_mock_server_tls_shutdown_during_handshake_is_fast(strict_tls_server: MockServer) -> None:
+    raw = _connect(strict_tls_server)
     with raw:
         raw.sendall(b"\x16\x03\x01")  # the start of a ClientHello, never finished
         time.sleep(0.05)
         started = time.monotonic()
-        tls_server.shutdown()
+        strict_tls_server.shutdown()
         assert time.monotonic() - started < 0.5

@@ -10,13 +10,8 @@ from typing import Any
 
 import h11
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from fastnet import _compat
-from fastnet._internal.http1 import _parser_py, parser
-from fastnet.exceptions import ConnectionClosedError, ProtocolError
-from tests.http1_corpus import (
+from conftest import Twins, available_twins
+from http1_corpus import (
     BIG,
     DELIBERATE_DIFFERENCES,
     HAND_WRITTEN,
@@ -27,28 +22,23 @@ from tests.http1_corpus import (
     make_valid,
     mutate,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-_parser_c: Any = None
-if not _compat.NO_EXTENSIONS:  # a pure build must not even import the compiled twin
-    try:
-        from fastnet._internal.http1 import _parser_c
-    except ImportError:
-        pass
+from fastnet import _compat
+from fastnet._internal.http1 import _parser_py, parser
+from fastnet.exceptions import ConnectionClosedError, ProtocolError
 
-TWINS = ["py", "c"]
-
-
-def _twin_class(name: str) -> Any:
-    if name == "py":
-        return _parser_py.ResponseParser
-    if _compat.NO_EXTENSIONS or _parser_c is None:
-        pytest.skip("compiled twin not built (pure build)")
-    return _parser_c.ResponseParser
+PARSER = "fastnet._internal.http1.parser"
+# every twin this build loads ("c" only in a compiled build, so a pure build never imports it), for the
+# differential checks that hold the twins against each other within one test
+PARSER_TWINS = available_twins(PARSER)
 
 
-@pytest.fixture(params=TWINS)
-def Parser(request: pytest.FixtureRequest) -> Any:  # noqa: N802 - it is a class
-    return _twin_class(request.param)
+@pytest.fixture
+def Parser(twins: Twins) -> Any:  # noqa: N802 - it is a class
+    """The pure and the compiled twin's ``ResponseParser``."""
+    return twins(PARSER).ResponseParser
 
 
 # -- drivers -----------------------------------------------------------------------------------------
@@ -291,10 +281,9 @@ def _same_kind(a: Result, b: Result) -> bool:
 
 def check_case(case: Case) -> None:
     """The whole differential check for one corpus entry."""
-    twins = ["py"] if (_compat.NO_EXTENSIONS or _parser_c is None) else ["py", "c"]
     results: dict[str, Result] = {}
-    for twin in twins:
-        cls = _twin_class(twin)
+    for twin, module in PARSER_TWINS.items():
+        cls = module.ResponseParser
         first: Result | None = None
         for cuts in _cut_sets(case):
             got = run_ours(cls, case, cuts)
@@ -423,7 +412,7 @@ def test_parser_head_tuple_shape(Parser: Any) -> None:
 
 
 def test_parser_constants_match() -> None:
-    for module in (parser, _parser_py) + ((_parser_c,) if _parser_c is not None else ()):
+    for module in (parser, *PARSER_TWINS.values()):
         assert (module.BODY_NONE, module.BODY_LENGTH, module.BODY_CHUNKED, module.BODY_UNTIL_CLOSE) == (
             0,
             1,
@@ -723,6 +712,7 @@ def test_parser_compiled_module_is_loaded() -> None:
         assert parser.IMPLEMENTATION == "fastnet._internal.http1._parser_py"
         assert parser.ResponseParser is _parser_py.ResponseParser
     else:
+        _parser_c = PARSER_TWINS.get("c")
         assert _parser_c is not None, "compiled build expected: run setup.py build_ext"
         assert parser.ResponseParser is _parser_c.ResponseParser
         assert parser.IMPLEMENTATION == "fastnet._internal.http1._parser_c"

@@ -1,0 +1,121 @@
+"""Request (immutable, bodies of every kind, json=, one-shot bodies), through the real client against
+MockServer where I/O is involved."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+import fastnet
+from fastnet.testing import MockResponse, MockServer
+
+
+def test_request_fields_and_defaults() -> None:
+    r = fastnet.Request("get", "http://h/p")
+    assert r.method == "GET" and str(r.url) == "http://h/p" and isinstance(r.url, fastnet.URL)
+    assert len(r.headers) == 0 and r.body is None
+
+
+def test_request_custom_method_kept_verbatim() -> None:
+    assert fastnet.Request("PROPFIND", "http://h/").method == "PROPFIND"
+    assert fastnet.Request("Purge", "http://h/").method == "Purge"
+
+
+@pytest.mark.parametrize("method", ["", "GE T", "GET\r\n", "G(ET"])
+def test_request_bad_method_rejected(method: str) -> None:
+    with pytest.raises(ValueError, match="method"):
+        fastnet.Request(method, "http://h/")
+
+
+def test_request_is_immutable() -> None:
+    r = fastnet.Request("GET", "http://h/")
+    with pytest.raises(AttributeError):
+        r.method = "POST"
+
+
+def test_request_replace_makes_a_copy() -> None:
+    r = fastnet.Request("GET", "http://h/a", headers={"A": "1"})
+    r2 = r.replace(url="http://other/b", method="POST", headers={"B": "2"}, body=b"x")
+    assert r.method == "GET" and str(r.url) == "http://h/a" and r.headers == {"A": "1"} and r.body is None
+    assert r2.method == "POST" and str(r2.url) == "http://other/b" and r2.headers == {"B": "2"}
+    assert r2.body is not None and r2.body.content == b"x"
+    assert r.replace(url=fastnet.URL("http://z/")).url.host == "z"
+    with pytest.raises(TypeError):
+        r.replace(nope=1)
+
+
+def test_request_bad_url_raises_value_error() -> None:
+    with pytest.raises(ValueError, match="scheme"):
+        fastnet.Request("GET", "gopher://h/")
+
+
+def test_request_body_bytes_and_str() -> None:
+    b = fastnet.Request("POST", "http://h/", body=b"abc").body
+    assert b is not None and b.length == 3 and not b.one_shot and b.content == b"abc"
+    s = fastnet.Request("POST", "http://h/", body="é").body
+    assert s is not None and s.content == "é".encode() and s.length == 2
+    assert s.content_type == "text/plain; charset=utf-8"
+
+
+def test_request_body_seekable_file_is_replayable() -> None:
+    f = io.BytesIO(b"0123456789")
+    f.seek(2)
+    body = fastnet.RequestBody(f)
+    assert body.length == 8 and not body.one_shot
+    assert b"".join(body.chunks()) == b"23456789"
+    assert b"".join(body.chunks()) == b"23456789"
+
+
+def test_request_body_iterator_is_one_shot() -> None:
+    body = fastnet.RequestBody(iter([b"a", b"b"]))
+    assert body.length == -1 and body.one_shot
+    assert b"".join(body.chunks()) == b"ab"
+    with pytest.raises(RuntimeError, match="one-shot"):
+        body.chunks()
+
+
+def test_request_body_bad_type() -> None:
+    with pytest.raises(TypeError, match="body"):
+        fastnet.RequestBody(12)
+
+
+def test_request_json() -> None:
+    r = fastnet.Request("POST", "http://h/", json={"a": [1, 2]})
+    assert r.body is not None and json.loads(r.body.content or b"") == {"a": [1, 2]}
+    assert r.headers["content-type"] == "application/json"
+    with pytest.raises(ValueError, match="json"):
+        fastnet.Request("POST", "http://h/", body=b"x", json={"a": 1})
+
+
+def test_request_header_injection_rejected_before_sending(
+    server: MockServer, fast_client: fastnet.Client
+) -> None:
+    with pytest.raises(ValueError, match="X-Evil"):
+        fast_client.get(server.url("/"), headers={"X-Evil": "a\r\nInjected: 1"})
+    with pytest.raises(ValueError):
+        fast_client.get(server.url("/") + "\r\nInjected: 1")
+    assert server.request_count == 0 and server.connection_count == 0
+
+
+def test_request_bodies_sent_on_the_wire(server: MockServer, fast_client: fastnet.Client) -> None:
+    for _ in range(5):
+        server.enqueue(MockResponse(200))
+    fast_client.post(server.url("/b"), body=b"bytes")
+    fast_client.post(server.url("/s"), body="str")
+    fast_client.put(server.url("/f"), body=io.BytesIO(b"file"))
+    fast_client.patch(server.url("/i"), body=iter([b"it", b"er"]))
+    fast_client.post(server.url("/j"), json={"k": 1})
+    recs = [server.take_request() for _ in range(5)]
+    assert [r.body for r in recs] == [b"bytes", b"str", b"file", b"iter", b'{"k":1}']
+    assert recs[0].header("content-length") == "5"
+    assert recs[3].chunked and recs[3].header("transfer-encoding") == "chunked"
+    assert recs[4].header("content-type") == "application/json"
+
+
+def test_request_large_body(server: MockServer, fast_client: fastnet.Client) -> None:
+    data = bytes(range(256)) * 2048  # 512 KiB: larger than the single-sendall limit
+    server.enqueue(MockResponse(200))
+    assert fast_client.post(server.url("/"), body=data).status_code == 200
+    assert server.take_request().body == data

@@ -1,0 +1,116 @@
+"""Response (content, text, json, streaming, close, raise_for_status, history), through the real client
+against MockServer where I/O is involved."""
+
+from __future__ import annotations
+
+import pytest
+
+import fastnet
+from fastnet.testing import MockResponse, MockServer, SocketPolicy
+
+
+def test_response_built_by_hand() -> None:
+    req = fastnet.Request("GET", "http://h/x")
+    headers = {"Content-Type": "text/plain; charset=latin-1"}
+    r = fastnet.Response(201, headers=headers, content=b"caf\xe9", request=req)
+    assert r.status_code == 201 and r.reason == "Created"
+    assert r.content == b"caf\xe9" and r.text == "café"
+    assert r.url == req.url and r.request is req and r.history == [] and r.prior_response is None
+    assert r.protocol == "HTTP/1.1"
+    assert list(r.iter_bytes(2)) == [b"ca", b"f\xe9"]
+    with pytest.raises(ValueError, match="status_code"):
+        fastnet.Response(42)
+
+
+def test_response_json_and_text(server: MockServer, fast_client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, headers={"Content-Type": "application/json"}, body=b'{"a": "\xc3\xa9"}'))
+    r = fast_client.get(server.url("/"))
+    assert r.json() == {"a": "é"} and r.text == '{"a": "é"}'
+    assert r.reason == "OK" and r.protocol == "HTTP/1.1"
+    assert str(r.url) == server.url("/") and r.request is not None and r.request.method == "GET"
+
+
+def test_response_raise_for_status(server: MockServer, fast_client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(404), MockResponse(503), MockResponse(204))
+    r = fast_client.get(server.url("/missing"))
+    assert r.status_code == 404  # a status is not an error
+    with pytest.raises(fastnet.HTTPStatusError, match="404") as info:
+        r.raise_for_status()
+    assert info.value.response is r
+    with pytest.raises(fastnet.HTTPStatusError, match="Server error"):
+        fast_client.get(server.url("/")).raise_for_status()
+    ok = fast_client.get(server.url("/"))
+    assert ok.raise_for_status() is ok
+
+
+def test_response_stream_iter_bytes(server: MockServer, fast_client: fastnet.Client) -> None:
+    body = b"x" * 100_000
+    server.enqueue(MockResponse(200, body=body, chunked=True, chunk_size=7000))
+    with fast_client.stream("GET", server.url("/")) as r:
+        assert not r.is_closed
+        got = list(r.iter_bytes(10_000))
+    assert b"".join(got) == body and all(len(c) == 10_000 for c in got)
+    assert fast_client.connection_pool.idle_connection_count() == 1
+
+
+def test_response_iter_lines(server: MockServer, fast_client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, body=b"one\r\ntwo\nthr", chunked=True, chunk_size=3))
+    server.enqueue(MockResponse(200, body=b"a\nb\n"))
+    with fast_client.stream("GET", server.url("/")) as r:
+        assert list(r.iter_lines()) == ["one", "two", "thr"]
+    with fast_client.stream("GET", server.url("/")) as r:
+        assert list(r.iter_lines()) == ["a", "b"]
+
+
+def test_response_content_after_stream_read(server: MockServer, fast_client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, body=b"hello"))
+    r = fast_client.stream("GET", server.url("/"))
+    try:
+        assert r.content == b"hello" and r.content == b"hello"
+    finally:
+        r.close()
+    assert r.is_closed
+
+
+def test_response_head_has_no_body(server: MockServer, fast_client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, body=b"12345"))
+    r = fast_client.head(server.url("/"))
+    assert r.status_code == 200 and r.content == b"" and r.headers["content-length"] == "5"
+    assert fast_client.connection_pool.idle_connection_count() == 1
+
+
+@pytest.mark.parametrize("status", [204, 304])
+def test_response_bodiless_statuses(server: MockServer, fast_client: fastnet.Client, status: int) -> None:
+    server.enqueue(MockResponse(status), MockResponse(200, body=b"next"))
+    assert fast_client.get(server.url("/")).content == b""
+    assert fast_client.get(server.url("/")).content == b"next"
+    assert server.take_request().connection_index == server.take_request().connection_index
+
+
+def test_response_informational_skipped(server: MockServer, fast_client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, body=b"final", informational=[(103, {"Link": "</s>"})]))
+    r = fast_client.get(server.url("/"))
+    assert r.status_code == 200 and r.content == b"final"
+
+
+def test_response_http10_read_until_close(server: MockServer, fast_client: fastnet.Client) -> None:
+    raw = b"HTTP/1.0 200 OK\r\nX: y\r\n\r\nall of it"
+    server.enqueue(MockResponse(raw=raw, policy=SocketPolicy.CLOSE_AFTER_RESPONSE))
+    r = fast_client.get(server.url("/"))
+    assert r.protocol == "HTTP/1.0" and r.content == b"all of it"
+    assert fast_client.connection_pool.connection_count() == 0
+
+
+def test_response_trailers_and_chunk_extensions(server: MockServer, fast_client: fastnet.Client) -> None:
+    raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n0\r\nX-T: 1\r\n\r\n"
+    server.enqueue(MockResponse(raw=raw), MockResponse(200, body=b"again"))
+    assert fast_client.get(server.url("/")).content == b"abc"
+    assert fast_client.get(server.url("/")).content == b"again"
+    assert server.take_request().connection_index == server.take_request().connection_index
+
+
+def test_response_expect_continue(server: MockServer, fast_client: fastnet.Client) -> None:
+    server.enqueue(MockResponse(200, body=b"ok"))
+    r = fast_client.post(server.url("/"), headers={"Expect": "100-continue"}, body=b"x" * 70_000)
+    assert r.content == b"ok"
+    assert len(server.take_request().body) == 70_000
