@@ -25,6 +25,7 @@ import base64
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from fastnet.challenge import TOKEN68, Challenge, parse_challenges
+from fastnet.url import URL
 
 if TYPE_CHECKING:
     from fastnet.request import Request
@@ -158,8 +159,6 @@ class BasicAuthenticator:
         self._password = password
         self.charset = charset
         if origin is not None:
-            from fastnet.url import URL
-
             url = URL(origin) if not isinstance(origin, URL) else origin
             origin = (url.scheme, url.host, url.port)
         self.origin = origin

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import fastnet
+from fastnet.testing import MockResponse, MockServer
 
 __all__ = ["main"]
 
@@ -68,8 +69,6 @@ class PhaseTimer(fastnet.EventListener):
 
 
 def _demo_server() -> Any:
-    from fastnet.testing import MockResponse, MockServer
-
     server = MockServer()
     server.start()
     server.default_response = MockResponse(

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from fastnet.dns._base import _strip_brackets, is_ip_literal, normalize_hostname
+from fastnet.dns._system import SystemDns
 from fastnet.dns._wire import (
     MAX_ADDRESSES,
     MAX_CNAME_DEPTH,
@@ -34,6 +35,7 @@ from fastnet.dns._wire import (
     unknown_host,
 )
 from fastnet.exceptions import UnknownHostError
+from fastnet.url import URL
 
 __all__ = [
     "BootstrapDns",
@@ -218,8 +220,6 @@ class DohDns:
         ipv6: bool = True,
         client: Any = None,
     ) -> None:
-        from fastnet.url import URL
-
         parsed = URL(url)
         method = method.upper()
         if method not in ("GET", "POST"):
@@ -243,8 +243,6 @@ class DohDns:
         if addresses:
             self.bootstrap = BootstrapDns(self.host, addresses)
         else:
-            from fastnet.dns._system import SystemDns
-
             self.bootstrap = SystemDns()
         self._client = client
         self._own_client = client is None

@@ -25,7 +25,8 @@ __all__ = ["LEAF_IDENTITIES", "client_context", "new_ca", "server_context", "wri
 
 #: Names and addresses the generated leaf certificate is valid for. OpenSSL (so Python's ``ssl``) refuses
 #: a wildcard directly under a top-level label, so ``*.test`` only helps lenient verifiers: the ``.test``
-#: names of the test suite's loopback testbed are listed one by one, and ``*.example.test`` covers any other name.
+#: names of the test suite's loopback testbed are listed one by one, and ``*.example.test`` covers any
+#: other name.
 LEAF_IDENTITIES: tuple[str, ...] = (
     "localhost",
     "127.0.0.1",

@@ -8,7 +8,7 @@ free when it empties), never per call. :meth:`read_head` looks for the end of th
 objects with ``PyUnicode_DecodeLatin1`` on slices; the framing headers are recognised during the same
 pass. :meth:`read_body` decodes the body in place (length, chunked, until-close). The grammar and every
 accept/reject decision mirror the pure twin (h11 plus the stricter checks listed in
-``_parser_py``); the differential tests in ``tests/test_http1_parser.py`` hold the two together.
+``_parser_py``); the differential tests in ``tests/_internal/http1/test_parser.py`` hold the two together.
 
 Line endings: ``CRLF`` and bare ``LF`` are both accepted in the head and in trailers (as h11 does; a lone
 ``CR`` inside a line is rejected). Chunk-size lines must end in ``CRLF`` and chunk data must be followed

@@ -5,8 +5,8 @@ of the first unconsumed byte. Consuming only moves ``_pos``; :meth:`ResponsePars
 consumed prefix before appending, so the buffer never grows with consumed bytes and nothing is copied
 per call on the hot path except the bytes handed out.
 
-The grammar is h11's (``h11._abnf``; pinned in ``tests/test_http1_parser.py``), applied without h11's
-connection state machine, which cost ~30 µs per response. Once the end of a head (the first
+The grammar is h11's (``h11._abnf``; pinned in ``tests/_internal/http1/test_parser.py``), applied
+without h11's connection state machine, which cost ~30 µs per response. Once the end of a head (the first
 ``LF [CR] LF``) is in the buffer, the whole head is decoded once (latin-1) and parsed in one go:
 
 * the status line: one match of h11's ``status_line`` rule (plus ``\\r?\\n``), with a shortcut for the
@@ -50,7 +50,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# h11's private grammar (tested with h11 0.16; tests/test_http1_parser.py fails loudly if these move).
+# h11's private grammar (tested with h11 0.16; tests/_internal/http1/test_parser.py fails if these move).
 from h11._abnf import OWS, field_name, header_field, status_line
 from h11._headers import CONTENT_LENGTH_MAX_DIGITS
 from h11._readers import chunk_header_re

@@ -1,7 +1,7 @@
 """HTTP/1.1 response parser: the compiled twin (``_parser_c``) when available, else the h11-based twin.
 
 Both twins have the same API and make the same accept/reject decisions (see ``_parser_py`` for the
-rules and ``tests/test_http1_parser.py`` for the differential tests). Usage::
+rules and ``tests/_internal/http1/test_parser.py`` for the differential tests). Usage::
 
     from fastnet._internal.http1.parser import BODY_LENGTH, ResponseParser
 
