@@ -16,6 +16,7 @@ cdef class ResponseBodySource:
     cpdef bytes read_all(self)
     cpdef object read_chunk(self)
     cpdef close_body(self)
+    cpdef abandon(self)
 
 
 cdef class Response:

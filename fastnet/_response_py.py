@@ -63,8 +63,9 @@ class ResponseBodySource:
     """Where a streamed response body comes from; the HTTP/1.1 exchange is the implementation.
 
     ``read_chunk()`` returns the next decoded piece (never empty) or None at the end; ``read_all()`` the
-    rest of the body; ``close_body()`` abandons it (drained briefly so the connection can be reused).
-    ``done`` turns True once the body ended or was abandoned: the connection has been released then.
+    rest of the body; ``close_body()`` gives it up (drained briefly so the connection can be reused);
+    ``abandon()`` is for a response that was garbage-collected unread (the connection is closed, from a
+    finalizer: no lock, no event). ``done`` turns True once the body ended or was given up.
     """
 
     __slots__ = ("done",)
@@ -77,6 +78,9 @@ class ResponseBodySource:
         raise NotImplementedError
 
     def close_body(self) -> None:
+        raise NotImplementedError
+
+    def abandon(self) -> None:
         raise NotImplementedError
 
 
@@ -293,6 +297,17 @@ class Response:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    def __del__(self) -> None:
+        # A streamed response dropped without close(): its connection is closed, never stranded (and
+        # never reused: nobody read the rest of the body).
+        source = self._source
+        if source is not None:
+            self._source = None
+            try:
+                source.abandon()
+            except Exception:  # noqa: BLE001 - a finalizer must not raise (interpreter shutdown, ...)
+                pass
 
     def _stripped(self) -> Response:
         """This response as a ``prior_response``: headers intact, body unreadable."""

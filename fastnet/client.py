@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import os
 import ssl
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, NamedTuple, ParamSpec, TypeVar, overload
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, NamedTuple, ParamSp
 from fastnet._internal.bridge import BridgeInterceptor
 from fastnet._internal.call_server import CallServerInterceptor
 from fastnet._internal.chain import FunctionInterceptor
-from fastnet._internal.client_core import MAX_FOLLOW_UPS, ClientCore
+from fastnet._internal.client_core import MAX_BODY_SIZE, MAX_FOLLOW_UPS, ClientCore
 from fastnet._internal.connect import ConnectInterceptor
 from fastnet._internal.connection.connector import Connector
 from fastnet._internal.connection.tls import build_ssl_context
@@ -34,7 +35,7 @@ from fastnet._internal.route_database import RouteDatabase
 from fastnet._internal.timeouts import timeout_seconds
 from fastnet.connection_pool import ConnectionPool
 from fastnet.cookies import NO_COOKIES
-from fastnet.dns import as_dns, default_dns
+from fastnet.dns import as_dns, shared_default_dns
 from fastnet.events import EventListener
 from fastnet.headers import Headers
 from fastnet.proxy import EnvProxySelector, Proxy
@@ -84,6 +85,7 @@ class ClientOptions(NamedTuple):
     event_listener_factory: Callable[[Any], EventListener] | None
     verify: bool | str | ssl.SSLContext
     user_agent: str | None
+    max_body_size: int | None
 
 
 # Options whose change gives a sibling its own RouteDatabase and TLS context.
@@ -148,6 +150,21 @@ def _unknown_options(where: str, names: list[str]) -> str:
     return f"{where} got unexpected option(s): {', '.join(parts)}"
 
 
+_ENV_SELECTORS: dict[tuple[str | None, ...], EnvProxySelector | None] = {}
+_ENV_NAMES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "REQUEST_METHOD")
+
+
+def _environment_selector() -> EnvProxySelector | None:
+    """The proxy selector the environment names (None without proxy variables), one per distinct
+    environment, so clients built in the same environment share pooled connections."""
+    key = tuple(os.environ.get(n) for name in _ENV_NAMES for n in (name, name.upper()))
+    if key not in _ENV_SELECTORS:
+        env = EnvProxySelector()
+        # no proxy variables at all: no selector, so new connections skip a call per route
+        _ENV_SELECTORS[key] = env if (env.http is not None or env.https is not None) else None
+    return _ENV_SELECTORS[key]
+
+
 def _bool(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, not {value!r}")
@@ -208,6 +225,7 @@ class Client:
     event_listener_factory: _Option[Callable[[Any], EventListener] | None] = _Option()
     verify: _Option[bool | str | ssl.SSLContext] = _Option()
     user_agent: _Option[str | None] = _Option()
+    max_body_size: _Option[int | None] = _Option()
 
     @_suggest_options
     def __init__(
@@ -239,6 +257,7 @@ class Client:
         event_listener_factory: Callable[[Any], EventListener] | None = None,
         verify: bool | str | ssl.SSLContext = True,
         user_agent: str | None = None,
+        max_body_size: int | None = MAX_BODY_SIZE,
     ) -> None:
         options = ClientOptions(
             connect_timeout,
@@ -267,6 +286,7 @@ class Client:
             event_listener_factory,
             verify,
             user_agent,
+            max_body_size,
         )
         self._build(options, frozenset(), None)
 
@@ -329,6 +349,13 @@ class Client:
             Headers({"User-Agent": user_agent})  # checks the value
             core.user_agent = user_agent
 
+        limit = s.max_body_size
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise ValueError(
+                f"max_body_size must be a number of bytes >= 1, or None for no limit, not {limit!r}"
+            )
+        core.max_body_size = 0 if limit is None else limit
+
         sensitive = s.sensitive_headers
         if isinstance(sensitive, str) or not all(isinstance(h, str) for h in sensitive):
             raise TypeError("sensitive_headers must be a collection of header names")
@@ -352,19 +379,16 @@ class Client:
         self._pool = pool
         core.pool = pool._real
 
-        if s.dns is None:
-            dns = shared._dns if shared is not None and shared._options.dns is None else default_dns()
-        else:
-            dns = as_dns(s.dns)
+        # the defaults are shared by every client, so clients that share a pool share its connections
+        # (the DNS, the proxy selector and the TLS context are part of the pool key, by identity)
+        dns = shared_default_dns() if s.dns is None else as_dns(s.dns)
         self._dns = dns
 
         if proxy is None and selector is None:
             if shared is not None and "trust_env" not in changed and shared._selector is not None:
-                selector = shared._selector
+                selector = shared._selector  # a sibling keeps what its parent read from the environment
             elif s.trust_env:
-                env = EnvProxySelector()
-                # no proxy variables at all: no selector, so new connections skip a call per route
-                selector = env if (env.http is not None or env.https is not None) else None
+                selector = _environment_selector()
         self._selector = selector
         route_changed = shared is None or bool(_ROUTE_OPTIONS & changed)
         if shared is None or route_changed:
@@ -406,6 +430,7 @@ class Client:
         # the hot entry points: compiled functions bound to this client's core, no Python frame per request
         self._request = functools.partial(_request, core)
         self.get = functools.partial(_get, core)  # type: ignore[method-assign]
+        pool._attach()
 
     # -- options --------------------------------------------------------------------------------
 
@@ -533,8 +558,17 @@ class Client:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the idle connections of this client's pool (shared with its siblings)."""
-        self._pool.evict_all()
+        """Close the client: new calls raise. When no other open client uses its connection pool (siblings
+        made by ``with_options`` share it), every connection in the pool is closed, in use or idle."""
+        core = self._core
+        if core.closed:
+            return
+        core.closed = True
+        self._pool._detach()
+
+    @property
+    def is_closed(self) -> bool:
+        return bool(self._core.closed)
 
     def __enter__(self) -> Client:
         return self

@@ -6,11 +6,16 @@
 
 ``max_idle_connections`` bounds idle connections (in-use ones are not limited, as in OkHttp);
 ``keep_alive`` is how long an idle connection may wait for reuse; ``max_connections_per_host`` caps
-all connections (idle and in use) to one host: a call waits for a slot, bounded by its call timeout.
+all connections (idle and in use) to one host: a call waits for a slot at most its connect timeout
+(or its call timeout, if that ends sooner), then raises ``PoolTimeout``.
+
+Every client that uses a pool holds it open; when the last one is closed (``client.close()``) the pool
+closes all its connections, in use or idle. ``pool.close()`` does that at once.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from fastnet._internal.connection.pool import RealConnectionPool
@@ -46,6 +51,8 @@ class ConnectionPool:
         self._real = RealConnectionPool(
             max_idle_connections, float(keep_alive), max_connections_per_host or 0
         )
+        self._users = 0
+        self._users_lock = threading.Lock()
 
     def connection_count(self) -> int:
         """Connections this pool holds, idle and in use."""
@@ -61,6 +68,24 @@ class ConnectionPool:
     def cleanup(self) -> int:
         """Close idle connections older than ``keep_alive`` now; returns how many."""
         return int(self._real.cleanup())
+
+    def close(self) -> None:
+        """Close every connection now, idle and in use: a call still reading from one fails. The pool
+        can be used again afterwards."""
+        self._real.close_all()
+
+    def _attach(self) -> None:
+        """A client starts using this pool."""
+        with self._users_lock:
+            self._users += 1
+
+    def _detach(self) -> None:
+        """A client using this pool was closed; the last one closes every connection."""
+        with self._users_lock:
+            self._users -= 1
+            last = self._users <= 0
+        if last:
+            self.close()
 
     def __repr__(self) -> str:
         return (

@@ -15,6 +15,7 @@ predates fastnet. Every class can be built from a message alone so users can rai
     │   ├── PoolTimeout                       waited too long for a per-host connection slot
     │   └── CallTimeout                       the whole call took longer than ``call_timeout``
     ├── ProtocolError                         the peer broke HTTP/1.1; never retried
+    ├── BodyTooLargeError                     a body beyond ``max_body_size`` (decompressed)
     ├── ConnectionClosedError (ConnectionError)  the peer closed before answering; retryable
     ├── UnknownHostError                      DNS found nothing
     ├── ProxyError                            a proxy refused or broke its protocol
@@ -31,6 +32,7 @@ import builtins
 from typing import Any
 
 __all__ = [
+    "BodyTooLargeError",
     "CallTimeout",
     "CanceledError",
     "ConnectError",
@@ -152,6 +154,11 @@ class CallTimeout(TimeoutError):
 
 class ProtocolError(NetworkError):
     """The peer sent something that is not valid HTTP/1.1, or a limit was exceeded."""
+
+
+class BodyTooLargeError(NetworkError):
+    """A response body (as decoded) is larger than the client's ``max_body_size``; nothing beyond the
+    limit was kept in memory. Raise it from a streaming loop of your own to stop a download the same way."""
 
 
 class ConnectionClosedError(NetworkError, builtins.ConnectionError):

@@ -118,6 +118,7 @@ class BridgeInterceptor(InternalInterceptor):
         body = request.body
         items = list(user._items)
         lookup = user._lookup()
+        # exactly one framing, always (the codec writes the body the way these headers say)
         if body is not None:
             ctype = body.content_type
             if ctype is not None and "content-type" not in lookup:
@@ -125,11 +126,17 @@ class BridgeInterceptor(InternalInterceptor):
             if body.length >= 0:
                 items = [p for p in items if p[0].lower() not in ("content-length", "transfer-encoding")]
                 items.append(("Content-Length", str(body.length)))
-            elif "content-length" not in lookup:
+            elif "content-length" in lookup:
+                # a body of unknown length with the user's Content-Length: exactly that many bytes, unframed
+                items = [p for p in items if p[0].lower() != "transfer-encoding"]
+            else:
                 items = [p for p in items if p[0].lower() != "transfer-encoding"]
                 items.append(("Transfer-Encoding", "chunked"))
-        elif request.method in _EMPTY_BODY_LENGTH and "content-length" not in lookup:
-            items.append(("Content-Length", "0"))
+        else:
+            if "transfer-encoding" in lookup:
+                items = [p for p in items if p[0].lower() != "transfer-encoding"]  # no body: nothing to chunk
+            if request.method in _EMPTY_BODY_LENGTH and "content-length" not in lookup:
+                items.append(("Content-Length", "0"))
         if "host" not in lookup:
             items.insert(0, ("Host", request.url.host_header))
         if "connection" not in lookup:

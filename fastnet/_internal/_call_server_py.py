@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fastnet._internal.chain import InternalInterceptor
-from fastnet._internal.http1.codec import expects_continue, open_response, request_head
+from fastnet._internal.http1.codec import expects_continue, open_response, request_framing, request_head
 from fastnet._internal.http1.parser import BODY_NONE
 from fastnet.exceptions import NetworkError
 
@@ -38,8 +38,9 @@ class CallServerInterceptor(InternalInterceptor):
         head_request = request.method == "HEAD"
         exchange.head_request = head_request
         head = request_head(request, conn.http_proxy, conn.proxy_authorization)
+        framing = request_framing(request)
         try:
-            early = exchange.write_request(head, request.body, expects_continue(request))
+            early = exchange.write_request(head, request.body, framing, expects_continue(request))
             parsed = early if early is not None else exchange.read_head(head_request)
             assert parsed is not None  # read_head returns None only when asked to stop at 100 Continue
             response, keep_alive = open_response(parsed, request, conn.route)
@@ -58,14 +59,11 @@ class CallServerInterceptor(InternalInterceptor):
         exchange.keep_alive = keep_alive and not conn.no_new_exchanges
         events = call.events
         if events is not None:
-            events.response_headers_start(call)
-            events.response_headers_end(call, response)
+            events.response_headers_end(call, response)  # (the exchange reported the start)
         if body_mode == BODY_NONE:
             exchange.finish(True)
         else:
             if response.status_code == 101:
                 conn.no_new_exchanges = True
             response._source = exchange
-            if events is not None:
-                events.response_body_start(call)
         return response

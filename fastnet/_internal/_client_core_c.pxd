@@ -22,6 +22,8 @@ cdef class ClientCore:
     cdef public object authenticator
     cdef public object proxy_authenticator
     cdef public frozenset sensitive_headers
+    cdef public long long max_body_size
+    cdef public bint closed
     cdef object __weakref__
 
     cpdef object new_events(self, object call)

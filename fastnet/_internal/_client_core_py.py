@@ -19,10 +19,12 @@ if TYPE_CHECKING:
     from fastnet._internal.connection.connector import Connector
     from fastnet._internal.connection.pool import RealConnectionPool
 
-__all__ = ["MAX_FOLLOW_UPS", "USER_AGENT", "ClientCore", "watchdog"]
+__all__ = ["MAX_BODY_SIZE", "MAX_FOLLOW_UPS", "USER_AGENT", "ClientCore", "watchdog"]
 
 USER_AGENT = f"fastnet/{__version__}"
 MAX_FOLLOW_UPS = 20
+#: The default ``max_body_size``: 1 GiB, as Scrapy's ``DOWNLOAD_MAXSIZE``.
+MAX_BODY_SIZE = 1 << 30
 
 
 class ClientCore:
@@ -47,6 +49,8 @@ class ClientCore:
         "authenticator",
         "proxy_authenticator",
         "sensitive_headers",
+        "max_body_size",
+        "closed",
         "__weakref__",
     )
     connect_timeout: float  # seconds; 0.0 means no timeout, as for the three below
@@ -67,6 +71,8 @@ class ClientCore:
     authenticator: Any
     proxy_authenticator: Any
     sensitive_headers: frozenset[str]  # lowercased
+    max_body_size: int  # 0: no limit
+    closed: bool  # client.close() was called: new calls raise
 
     def __init__(self) -> None:
         self.connect_timeout = 10.0
@@ -85,6 +91,8 @@ class ClientCore:
         self.authenticator = None
         self.proxy_authenticator = None
         self.sensitive_headers = frozenset()
+        self.max_body_size = MAX_BODY_SIZE
+        self.closed = False
 
     def new_events(self, call: Any) -> Any:
         """The event listener of a new call: the factory's, else the shared one (None: no events)."""

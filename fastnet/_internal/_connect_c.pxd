@@ -13,5 +13,6 @@ from fastnet._response_c cimport Response
 cdef class ConnectInterceptor(InternalInterceptor):
     cdef public Connector connector
 
-    @cython.locals(call=ConnectionUser, request=Request, connection=RealConnection, exchange=Exchange)
+    @cython.locals(call=ConnectionUser, request=Request, connection=RealConnection, exchange=Exchange,
+                   previous=Exchange)
     cpdef Response intercept(self, RealInterceptorChain chain)

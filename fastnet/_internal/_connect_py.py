@@ -35,6 +35,12 @@ class ConnectInterceptor(InternalInterceptor):
     def intercept(self, chain: RealInterceptorChain) -> Response:
         call = chain.call
         request = chain.request
+        previous = call.exchange
+        if previous is not None and not previous.done:
+            raise RuntimeError(
+                "cannot make a new request because the previous response is still open: "
+                "please call response.close()"
+            )
         connection = find_connection(self.connector, call, request, chain.connect_timeout, chain.read_timeout)
         exchange = new_exchange(call, connection, request)
         call.exchange = exchange

@@ -23,12 +23,17 @@ cdef class RealCall(ConnectionUser):
     cpdef Response execute(self)
     cpdef object canceled_error(self, object request)
 
-    @cython.locals(conn=RealConnection)
+    @cython.locals(conn=RealConnection, was_fresh=bint)
     cpdef exchange_failed(self, object exc, object exchange)
-    cpdef body_failed(self, object exc)
 
     @cython.locals(exchange=Exchange)
-    cpdef release_connection(self, RealConnection conn, bint reusable)
+    cpdef exchange_done(self, RealConnection conn, bint reusable)
+
+    @cython.locals(exchange=Exchange)
+    cpdef body_failed(self, object exc, RealConnection conn)
+
+    @cython.locals(conn=RealConnection, reusable=bint)
+    cpdef release_connection(self)
     cpdef end(self)
 
     @cython.locals(conn=RealConnection)

@@ -4,8 +4,12 @@ Theory of operation
 -------------------
 ``execute()`` runs once: it starts the call timeout (the process's watchdog cancels the call when it
 passes), builds the first chain and proceeds. The response it returns may still stream its body; the
-call ends (``call_end``) when that body is read to the end or closed, or at once for a body-less
-response. Every failure ends the call with ``call_failed`` exactly once.
+call ends (``connection_released``, then ``call_end``) when that body is read to the end or closed, or
+at once for a body-less response. Every failure ends the call with ``call_failed`` exactly once.
+
+The call holds one connection at a time (``ConnectionUser`` has the rules): kept across follow-ups to
+the same address, released when the call ends, when the next hop goes elsewhere, or, after an exchange
+failed, once the retry decision has been made.
 
 ``cancel()`` may come from any thread: it marks the call, wakes a backoff sleep, shuts down the
 connection the call holds (so a blocked read or write fails at once) and aborts a connect in flight.
@@ -73,6 +77,8 @@ class RealCall(ConnectionUser):
             raise RuntimeError("Already Executed")
         self.executed = True
         client = self.client
+        if client.closed:
+            raise RuntimeError("the client is closed: make a new fastnet.Client")
         events = self.events
         if client.call_timeout > 0:
             self.deadline = time.monotonic() + client.call_timeout
@@ -146,7 +152,8 @@ class RealCall(ConnectionUser):
             finder.cancel()
 
     def exchange_failed(self, exc: NetworkError, exchange: Exchange) -> None:
-        """An I/O failure on an exchange: the connection is done for; remember it for recover()."""
+        """An I/O failure on an exchange: the connection is done for; remember it for recover(). The call
+        keeps holding it until RetryAndFollowUp has decided (then ``release_connection``)."""
         conn = exchange.connection
         was_fresh = conn.exchange_count == 0
         conn.no_new_exchanges = True
@@ -155,29 +162,48 @@ class RealCall(ConnectionUser):
         if was_fresh and conn.route is not None:
             # a fresh connection that failed its first exchange: its route is remembered as failed
             self.client.connector.record_failure(conn.route, exc)
+        elif not was_fresh:
+            self.retry_route = conn.route  # a stale pooled connection: reconnect on the same route
         self.last_failure = (conn, was_fresh)
         exchange.done = True
-        self.release_connection(conn, False)
+        self.exchange = None
+        self.reusable = False
 
-    def body_failed(self, exc: NetworkError) -> None:
-        if self.events is not None:
-            self.events.response_failed(self, exc)
-        self.fail(exc)
-
-    def release_connection(self, conn: RealConnection, reusable: bool) -> None:
-        if self.connection is conn:
-            self.connection = None
-        if self.events is not None:
-            self.events.connection_released(self, conn)
-        self.client.pool.release(conn, reusable)
+    def exchange_done(self, conn: RealConnection, reusable: bool) -> None:
         exchange = self.exchange
         if exchange is not None and exchange.connection is conn:
             self.exchange = None
+        self.reusable = reusable
         if self.returned:
-            self.end()
+            self.end()  # the response the caller holds is complete: the call is over
+        # else a follow-up may run on it; the next hop releases it if not (after its follow-up decision)
+
+    def body_failed(self, exc: NetworkError, conn: RealConnection) -> None:
+        if self.events is not None:
+            self.events.response_failed(self, exc)
+        exchange = self.exchange
+        if exchange is not None and exchange.connection is conn:
+            self.exchange = None
+        self.reusable = False
+        self.fail(exc)
+
+    def release_connection(self) -> None:
+        conn = self.connection
+        if conn is None:
+            return
+        self.connection = None
+        reusable = self.reusable
+        self.reusable = False
+        if not reusable:
+            conn.no_new_exchanges = True
+        if self.events is not None:
+            self.events.connection_released(self, conn)
+        self.client.pool.release(conn, reusable)
 
     def end(self) -> None:
         self.finder = None  # the finder points back at this call: no cycle left for the collector
+        if self.connection is not None:
+            self.release_connection()
         if self.finished:
             return
         self.finished = True
@@ -188,11 +214,9 @@ class RealCall(ConnectionUser):
 
     def fail(self, exc: BaseException) -> None:
         self.finder = None
-        conn = self.connection
-        if conn is not None:
-            self.connection = None
-            conn.no_new_exchanges = True
-            self.client.pool.release(conn, False)
+        if self.connection is not None:
+            # reusable only if its last exchange ended cleanly (a failure on it already said otherwise)
+            self.release_connection()
         if self.finished:
             return
         self.finished = True
@@ -215,9 +239,12 @@ def _init_call(call: RealCall, client: ClientCore, request: Request) -> None:
     call.canceled = False
     call.timed_out = False
     call.connection = None
+    call.reusable = False
     call.exchange = None
     call.finder = None
     call.last_failure = None
+    call.retry_route = None
+    call.max_body_size = client.max_body_size
     call.deadline = 0.0
     call.finished = False
     call.returned = False

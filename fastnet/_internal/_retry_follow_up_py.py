@@ -105,6 +105,7 @@ class RetryAndFollowUpInterceptor(InternalInterceptor):
                 retry = recover(client, exc, call, request)
                 if call.events is not None:
                     call.events.retry_decision(call, exc, retry)
+                call.release_connection()  # the failed exchange's connection, after the decision
                 if not retry:
                     if recovered:
                         exc.recovered.extend(recovered)
@@ -141,9 +142,9 @@ class RetryAndFollowUpInterceptor(InternalInterceptor):
                 if recovered:
                     err.recovered.extend(recovered)
                 raise err
+            prior = response._stripped()  # its body is read (or given up) before the decision is reported
             if call.events is not None:
                 call.events.follow_up_decision(call, response, follow_up)
-            prior = response._stripped()
             call.finder = None
             request = follow_up
 

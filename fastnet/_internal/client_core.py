@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING
 
 from fastnet import _compat
 
-__all__ = ["MAX_FOLLOW_UPS", "USER_AGENT", "ClientCore", "watchdog"]
+__all__ = ["MAX_BODY_SIZE", "MAX_FOLLOW_UPS", "USER_AGENT", "ClientCore", "watchdog"]
 
 if TYPE_CHECKING:
+    from fastnet._internal._client_core_py import MAX_BODY_SIZE as MAX_BODY_SIZE
     from fastnet._internal._client_core_py import MAX_FOLLOW_UPS as MAX_FOLLOW_UPS
     from fastnet._internal._client_core_py import USER_AGENT as USER_AGENT
     from fastnet._internal._client_core_py import ClientCore as ClientCore

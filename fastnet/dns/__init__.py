@@ -46,6 +46,7 @@ __all__ = [
     "lookup_with_ttl",
     "normalize_hostname",
     "resilient",
+    "shared_default_dns",
 ]
 
 #: TTL of :func:`default_dns`'s cache, in seconds.
@@ -53,8 +54,26 @@ DEFAULT_TTL = 10.0
 
 
 def default_dns() -> CachingDns:
-    """A new ``CachingDns(SystemDns(), ttl=10.0)``: the client's default resolver."""
+    """A new ``CachingDns(SystemDns(), ttl=10.0)``: what a client resolves with by default."""
     return CachingDns(SystemDns(), ttl=DEFAULT_TTL)
+
+
+_SHARED: CachingDns | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_default_dns() -> CachingDns:
+    """The process's ``default_dns()``, made on first use and shared by every client built without
+    ``dns=``: one cache for the process, and clients that share a pool share connections (the DNS is
+    part of the pool key)."""
+    global _SHARED
+    dns = _SHARED
+    if dns is None:
+        with _SHARED_LOCK:
+            dns = _SHARED
+            if dns is None:
+                dns = _SHARED = default_dns()
+    return dns
 
 
 def resilient(

@@ -229,6 +229,7 @@ def test_chain_interceptor_rewrites_request(server: MockServer) -> None:
 
 
 def test_chain_events_order_fresh_then_pooled_connection(server: MockServer) -> None:
+    # OkHttp's order: the follow-up decision comes when the head is in, the body events when it is read
     recorder = RecordingListener()
     dns = FakeDns({"app.test": ["127.0.0.1"]})
     server.enqueue(MockResponse(200, body=b"a"), MockResponse(200, body=b"b"))
@@ -251,8 +252,8 @@ def test_chain_events_order_fresh_then_pooled_connection(server: MockServer) -> 
         "request_headers_end",
         "response_headers_start",
         "response_headers_end",
-        "response_body_start",
         "follow_up_decision",
+        "response_body_start",
         "response_body_end",
         "connection_released",
         "call_end",
@@ -264,8 +265,8 @@ def test_chain_events_order_fresh_then_pooled_connection(server: MockServer) -> 
         "request_headers_end",
         "response_headers_start",
         "response_headers_end",
-        "response_body_start",
         "follow_up_decision",
+        "response_body_start",
         "response_body_end",
         "connection_released",
         "call_end",

@@ -7,12 +7,16 @@ cdef class ConnectionUser:
     cdef public bint canceled
     cdef public bint timed_out
     cdef public double deadline
+    cdef public long long max_body_size
     cdef public RealConnection connection
+    cdef public bint reusable
     cdef public object finder
     cdef public object exchange
     cdef public object last_failure
+    cdef public object retry_route
 
     cpdef object canceled_error(self, object request)
-    cpdef body_failed(self, object exc)
-    cpdef release_connection(self, RealConnection conn, bint reusable)
+    cpdef exchange_done(self, RealConnection conn, bint reusable)
+    cpdef body_failed(self, object exc, RealConnection conn)
     cpdef exchange_failed(self, object exc, object exchange)
+    cpdef release_connection(self)

@@ -10,9 +10,13 @@ from fastnet._route_c cimport Address, Route, is_ip_literal
 
 
 @cython.locals(address=Address, pool=RealConnectionPool, conn=RealConnection, now=double,
-               finder=ExchangeFinder)
+               finder=ExchangeFinder, held=RealConnection)
 cpdef RealConnection find_connection(Connector connector, ConnectionUser user, Request request,
                                      double connect_timeout, double read_timeout)
+
+
+@cython.locals(deadline=double, bound=double)
+cpdef double slot_deadline(ConnectionUser user, double connect_timeout)
 
 
 cdef class ExchangeFinder:
@@ -23,6 +27,7 @@ cdef class ExchangeFinder:
     cdef public list pending
     cdef public bint canceled
     cdef public object connecting
+    cdef public set tried
     cdef dict _proxy_ips
 
     @cython.locals(pool=RealConnectionPool)

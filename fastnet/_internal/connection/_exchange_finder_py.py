@@ -3,13 +3,17 @@
 Theory of operation
 -------------------
 ``find_connection`` is what every request runs: the Address of the request's URL (from the Connector's
-cache), the most recently used idle connection for it (probed for a peer close only when it was idle
-for over a second), and only on a miss an ``ExchangeFinder``. With ``max_connections_per_host`` a call
-waits for a connection to that host to be released, bounded by its call timeout.
+cache); the connection the call already holds, when a follow-up goes to the same address; else the
+most recently used idle connection for it (probed for a peer close only when it was idle for over a
+second); and only on a miss an ``ExchangeFinder``. With ``max_connections_per_host`` a call waits for a
+connection to that host to be released, at most its connect timeout (or what is left of its call
+timeout, if that is less), then fails with ``PoolTimeout``.
 
 An ``ExchangeFinder`` lives for one call hop and one Address. It owns the ``RouteSelector``, so a retry
 after a fresh connection failed its first exchange continues with the *next* route instead of starting
-over. For each selection (one proxy's routes) the TCP connects race (RFC 8305, ``happy_eyeballs.py``);
+over. After a stale pooled connection failed, it tries that connection's route first, without asking the
+proxy selector or DNS again. For each selection (one proxy's routes) the TCP connects race (RFC 8305,
+``happy_eyeballs.py``);
 the winner is taken through the SOCKS handshake or the CONNECT tunnel and TLS, and becomes a
 ``RealConnection`` counted by the pool. Every outcome is reported to the Connector (route database, DNS
 hooks, proxy selector) and to the call's event listener.
@@ -51,7 +55,7 @@ if TYPE_CHECKING:
     from fastnet.request import Request
     from fastnet.route import Address, Route
 
-__all__ = ["PROBE_IDLE_AFTER", "ExchangeFinder", "find_connection"]
+__all__ = ["PROBE_IDLE_AFTER", "ExchangeFinder", "find_connection", "slot_deadline"]
 
 #: An idle connection older than this is probed for a peer close before reuse (one MSG_PEEK recv).
 PROBE_IDLE_AFTER = 1.0
@@ -61,14 +65,21 @@ _monotonic = time.monotonic
 def find_connection(
     connector: Connector, user: ConnectionUser, request: Request, connect_timeout: float, read_timeout: float
 ) -> RealConnection:
-    """A connection for ``request``: a pooled one for its Address, else a new one. The call holds it."""
+    """A connection for ``request``: the one the call holds, a pooled one for its Address, else a new one.
+    The call holds it afterwards (``connection_acquired`` when it was not held already)."""
     address = connector.address_of(request.url, request.proxy)
+    held = user.connection
+    if held is not None:
+        if user.reusable and held.address == address and not held.no_new_exchanges:
+            user.reusable = False  # in use again: not reusable until this exchange ends cleanly
+            return held
+        user.release_connection()  # the next hop goes elsewhere (or the held one cannot be reused)
     pool = connector.pool
     while True:
         now = _monotonic()
         conn = pool.acquire(address, now)
         if conn is None:
-            if pool.max_per_host > 0 and pool.wait_for_slot(address, user.deadline):
+            if pool.max_per_host > 0 and pool.wait_for_slot(address, slot_deadline(user, connect_timeout)):
                 continue  # a call released a connection to this address while we waited
             break
         if now - conn.idle_at < PROBE_IDLE_AFTER or conn.is_healthy():
@@ -81,11 +92,23 @@ def find_connection(
             user.finder = finder
         conn = finder.find(connect_timeout, read_timeout)
     user.connection = conn
+    user.reusable = False
     if user.canceled:
         conn.shutdown()
     if user.events is not None:
         user.events.connection_acquired(user, conn)
     return conn
+
+
+def slot_deadline(user: ConnectionUser, connect_timeout: float) -> float:
+    """How long a call may wait for a per-host connection slot: its connect timeout, or the rest of its
+    call timeout when that ends sooner (0: no limit at all, only when neither is set)."""
+    deadline = user.deadline
+    if connect_timeout > 0:
+        bound = _monotonic() + connect_timeout
+        if deadline <= 0 or bound < deadline:
+            return bound
+    return deadline if deadline > 0 else 0.0
 
 
 class _EventAdapter:
@@ -121,39 +144,67 @@ class ExchangeFinder:
         "pending",
         "canceled",
         "connecting",
+        "tried",
         "_proxy_ips",
     )
     connector: Connector
     user: ConnectionUser
     address: Address
-    selector: RouteSelector
+    selector: RouteSelector | None  # made on first need: a retry on a known route skips selection
     pending: list[Route]  # routes of the current selection not tried yet
     canceled: bool
     connecting: Any  # the socket being connected, so cancel() can abort the connect
+    tried: set[Route]  # routes this finder connected or failed to connect: never offered twice
     _proxy_ips: dict[str, str]
 
     def __init__(self, connector: Connector, user: ConnectionUser, address: Address) -> None:
         self.connector = connector
         self.user = user
         self.address = address
-        events = None
-        if user.events is not None:
-            events = _EventAdapter(user, user.events)
-        self.selector = RouteSelector(
-            address,
-            connector.route_database,
-            dns=connector.dns,
-            fallback_to_direct=connector.fallback_to_direct,
-            happy_eyeballs=connector.happy_eyeballs,
-            events=events,
-        )
+        self.selector = None
         self.pending = []
+        retry = user.retry_route
+        if retry is not None:
+            user.retry_route = None
+            if retry.address == address:
+                self.pending = [retry]  # a stale pooled connection failed: its route first, no new lookup
         self.canceled = False
         self.connecting = None
+        self.tried = set()
         self._proxy_ips = {}
 
+    def _selector(self) -> RouteSelector:
+        selector = self.selector
+        if selector is None:
+            user = self.user
+            connector = self.connector
+            selector = self.selector = RouteSelector(
+                self.address,
+                connector.route_database,
+                dns=connector.dns,
+                fallback_to_direct=connector.fallback_to_direct,
+                happy_eyeballs=connector.happy_eyeballs,
+                events=_EventAdapter(user, user.events) if user.events is not None else None,
+            )
+        return selector
+
     def has_more_routes(self) -> bool:
-        return bool(self.pending) or self.selector.has_next()
+        """Whether a route this finder has not tried is left (a retry on a fresh connection's failure
+        needs one). May resolve names, to find out."""
+        if self.pending:
+            return True
+        selector = self._selector()
+        while selector.has_next():
+            try:
+                routes = [r for r in next(selector) if r not in self.tried]
+            except StopIteration:
+                return False
+            except NetworkError:
+                return False  # no route would come of it (DNS failure, a bad proxy): do not retry
+            if routes:
+                self.pending = routes
+                return True
+        return False
 
     def cancel(self) -> None:
         self.canceled = True
@@ -177,8 +228,7 @@ class ExchangeFinder:
         """A new connection, counted by the pool (the host's slot is reserved while connecting)."""
         pool = self.connector.pool
         host = self.address.host
-        deadline = self.user.deadline
-        pool.reserve(host, deadline if deadline > 0 else 0.0)
+        pool.reserve(host, slot_deadline(self.user, connect_timeout))
         try:
             conn = self._connect(connect_timeout, read_timeout)
         except BaseException:
@@ -237,10 +287,11 @@ class ExchangeFinder:
             if self._is_canceled():
                 raise CanceledError("Canceled", url=url, phase="connect")
             if not self.pending:
-                if not self.selector.has_next():
+                selector = self._selector()
+                if not selector.has_next():
                     break
                 try:
-                    self.pending = list(next(self.selector))
+                    self.pending = list(next(selector))
                 except StopIteration:
                     break
                 except (UnknownHostError, RouteError) as exc:
@@ -281,6 +332,8 @@ class ExchangeFinder:
                 raise
             failed = {id(r) for r, _ in failures}
             self.pending = [r for r in routes if r is not route and id(r) not in failed]
+            self.tried.add(route)
+            self.tried.update(r for r, _ in failures)
             handshake_timeout = connect_timeout or read_timeout
             try:
                 sock = self._establish(sock, route, connect_timeout, handshake_timeout)

@@ -10,9 +10,10 @@ cdef class RealConnectionPool:
     cdef public dict idle
     cdef public dict order
     cdef public dict counts
+    cdef public dict live
+    cdef public object abandoned
     cdef public object lock
     cdef public object cond
-    cdef public bint closed
 
     @cython.locals(stack=list, keep_alive=double, conn=RealConnection, found=RealConnection)
     cpdef RealConnection acquire(self, object address, double now)
@@ -21,6 +22,8 @@ cdef class RealConnectionPool:
     cpdef reserve(self, object host, double deadline)
     cpdef unreserve(self, object host)
     cpdef register(self, RealConnection conn)
+    cpdef discard_later(self, RealConnection conn)
+    cdef _settle(self)
 
     @cython.locals(now=double, stack=list, c=RealConnection)
     cpdef release(self, RealConnection conn, bint reusable)
@@ -41,7 +44,9 @@ cdef class RealConnectionPool:
     cpdef int cleanup(self)
     cpdef int connection_count(self)
     cpdef int idle_connection_count(self)
-    cpdef close(self)
+
+    @cython.locals(conn=RealConnection)
+    cpdef int close_all(self)
 
     @cython.locals(limit=int)
     cpdef bint wait_for_slot(self, object address, double deadline) except -1

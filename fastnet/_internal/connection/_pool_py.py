@@ -10,6 +10,12 @@ lock is held. Expired and excess idle connections are evicted whenever the pool 
 background thread polls sockets), and only the one connection about to be reused is health-checked, by
 the caller.
 
+``live`` holds every connection the pool counts, idle or in use, so ``close_all()`` can close them all
+(``client.close()``). A response that is garbage-collected unread hands its connection to
+``discard_later()`` from a finalizer: a finalizer may run while this very thread holds the lock, so that
+is a lock-free append to ``abandoned``, and the pool forgets those connections (freeing their per-host
+slots) the next time it is used.
+
 Pure-Python twin of the compiled ``_pool_c``; import both through ``fastnet._internal.connection.pool``.
 """
 
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from typing import TYPE_CHECKING
 
 from fastnet.exceptions import PoolTimeout
@@ -38,9 +45,10 @@ class RealConnectionPool:
         "idle",
         "order",
         "counts",
+        "live",
+        "abandoned",
         "lock",
         "cond",
-        "closed",
     )
     max_idle: int
     keep_alive: float
@@ -48,9 +56,10 @@ class RealConnectionPool:
     idle: dict[Address, list[RealConnection]]
     order: dict[RealConnection, None]  # every idle connection, oldest first
     counts: dict[str, int]  # live connections (idle and in use) per host
+    live: dict[RealConnection, None]  # every connection counted, idle and in use
+    abandoned: deque[RealConnection]  # from collected responses, to forget at the next operation
     lock: threading.Lock
     cond: threading.Condition
-    closed: bool
 
     def __init__(self, max_idle: int, keep_alive: float, max_per_host: int) -> None:
         self.max_idle = max_idle
@@ -59,13 +68,17 @@ class RealConnectionPool:
         self.idle = {}
         self.order = {}
         self.counts = {}
+        self.live = {}
+        self.abandoned = deque()
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
-        self.closed = False
 
     def acquire(self, address: Address, now: float) -> RealConnection | None:
         """Take the most recently used idle connection for ``address``, or None (``now`` is
         ``time.monotonic()``, which the caller needs too)."""
+        if self.abandoned:
+            with self.lock:
+                self._settle()
         stack = self.idle.get(address)
         if not stack:
             return None
@@ -99,6 +112,7 @@ class RealConnectionPool:
         """Count a connection about to be opened to ``host``; waits while the host is at its limit."""
         limit = self.max_per_host
         with self.cond:
+            self._settle()
             count = self.counts.get(host, 0)
             if limit > 0:
                 while count >= limit:
@@ -121,6 +135,7 @@ class RealConnectionPool:
         host = address.host
         with self.cond:
             while True:
+                self._settle()
                 if self.idle.get(address):
                     return True
                 if self.counts.get(host, 0) < limit or self._idle_victim(host) is not None:
@@ -129,12 +144,12 @@ class RealConnectionPool:
 
     def _wait_for_release(self, host: str, deadline: float) -> None:
         """Under the lock: wait (at most 0.5 s at a time) for a connection to ``host`` to be released;
-        ``PoolTimeout`` once the call's deadline (0: none) has passed."""
+        ``PoolTimeout`` once ``deadline`` (0: none) has passed."""
         wait = 3600.0 if deadline <= 0 else deadline - time.monotonic()
         if wait <= 0:
             raise PoolTimeout(
-                f"no connection slot for {host} within the call timeout "
-                f"(max_connections_per_host={self.max_per_host})",
+                f"no connection to {host} became free in time: all {self.max_per_host} allowed "
+                f"(max_connections_per_host) are in use",
                 phase="connect",
             )
         self.cond.wait(min(wait, 0.5))
@@ -145,7 +160,20 @@ class RealConnectionPool:
 
     def register(self, conn: RealConnection) -> None:
         """A new connection (already counted by ``reserve``) now belongs to the pool."""
-        conn.pool = self
+        with self.lock:
+            conn.pool = self
+            self.live[conn] = None
+
+    def discard_later(self, conn: RealConnection) -> None:
+        """A closed connection whose response was collected unread: forgotten at the next operation.
+        Safe from a finalizer (no lock)."""
+        self.abandoned.append(conn)
+
+    def _settle(self) -> None:
+        """Under the lock: forget the connections ``discard_later`` queued."""
+        abandoned = self.abandoned
+        while abandoned:
+            self._forget(abandoned.popleft())
 
     def release(self, conn: RealConnection, reusable: bool) -> None:
         """A call is done with ``conn``: keep it idle when reusable, else close it."""
@@ -154,9 +182,11 @@ class RealConnectionPool:
         lock = self.lock
         lock.acquire()  # the condition's own lock; a plain acquire avoids Condition's Python-level __enter__
         try:
+            if self.abandoned:
+                self._settle()
             if conn in self.order:
                 return  # released twice
-            if reusable and self.max_idle > 0 and not conn.closed and not self.closed:
+            if reusable and self.max_idle > 0 and not conn.closed and conn.pool is self:
                 conn.idle_at = now
                 address = conn.address
                 stack = self.idle.get(address)
@@ -213,6 +243,7 @@ class RealConnectionPool:
     def _forget(self, conn: RealConnection) -> None:
         if conn.pool is self:
             conn.pool = None
+            del self.live[conn]
             self._decrement(conn.address.host)
 
     def _decrement(self, host: str) -> None:
@@ -245,12 +276,23 @@ class RealConnectionPool:
 
     def connection_count(self) -> int:
         with self.lock:
+            self._settle()
             return sum(self.counts.values())
 
     def idle_connection_count(self) -> int:
         with self.lock:
             return len(self.order)
 
-    def close(self) -> None:
-        self.closed = True
-        self.evict_all()
+    def close_all(self) -> int:
+        """Close every connection, idle and in use (a call on one fails at once); the pool stays usable.
+        Returns how many were closed."""
+        with self.cond:
+            self._settle()
+            victims = list(self.live)
+            for conn in victims:
+                if conn in self.order:
+                    self._remove_idle(conn)
+                self._forget(conn)
+        for conn in victims:
+            conn.shutdown()
+        return len(victims)

@@ -6,12 +6,13 @@ from typing import TYPE_CHECKING
 
 from fastnet import _compat
 
-__all__ = ["PROBE_IDLE_AFTER", "ExchangeFinder", "find_connection"]
+__all__ = ["PROBE_IDLE_AFTER", "ExchangeFinder", "find_connection", "slot_deadline"]
 
 if TYPE_CHECKING:
     from fastnet._internal.connection._exchange_finder_py import PROBE_IDLE_AFTER as PROBE_IDLE_AFTER
     from fastnet._internal.connection._exchange_finder_py import ExchangeFinder as ExchangeFinder
     from fastnet._internal.connection._exchange_finder_py import find_connection as find_connection
+    from fastnet._internal.connection._exchange_finder_py import slot_deadline as slot_deadline
 else:
     _compat.install(
         globals(),

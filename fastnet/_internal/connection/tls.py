@@ -16,6 +16,7 @@ import os
 import socket
 import ssl
 import struct
+import threading
 from typing import Any
 
 import certifi
@@ -23,18 +24,42 @@ import certifi
 from fastnet._internal.connection.sockets import close_quietly, hostport
 from fastnet.exceptions import ConnectTimeout, TlsError, TlsVerificationError
 
-__all__ = ["TlsInTlsSocket", "TlsSessions", "build_ssl_context", "wrap_tls"]
+__all__ = ["TlsInTlsSocket", "TlsSessions", "build_ssl_context", "default_ssl_context", "wrap_tls"]
 
 #: Sessions kept for resumption, by (host, port); shared by a client and the siblings it makes.
 TlsSessions = dict[tuple[str, int], Any]
 _MAX_SESSIONS = 1024
 
 
+_DEFAULT_CONTEXT: ssl.SSLContext | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_ssl_context() -> ssl.SSLContext:
+    """The process's context for ``verify=True`` (certifi's bundle), built once on first use and shared
+    by every client with that setting: the CA bundle is loaded once, and clients that share a pool can
+    share connections (the TLS context is part of the pool key)."""
+    global _DEFAULT_CONTEXT
+    context = _DEFAULT_CONTEXT
+    if context is None:
+        with _DEFAULT_LOCK:
+            context = _DEFAULT_CONTEXT
+            if context is None:
+                context = _DEFAULT_CONTEXT = _new_context(True)
+    return context
+
+
 def build_ssl_context(verify: bool | str | ssl.SSLContext) -> ssl.SSLContext:
-    """The context for ``verify=``: certifi's bundle (True), no checks (False), a CA file or directory
-    path, or the caller's own ``SSLContext`` (used as it is)."""
+    """The context for ``verify=``: certifi's bundle (True: the shared default), no checks (False), a CA
+    file or directory path, or the caller's own ``SSLContext`` (used as it is)."""
     if isinstance(verify, ssl.SSLContext):
         return verify
+    if verify is True:
+        return default_ssl_context()
+    return _new_context(verify)
+
+
+def _new_context(verify: bool | str) -> ssl.SSLContext:
     if verify is True:
         context = ssl.create_default_context(cafile=certifi.where())
     elif verify is False:

@@ -8,6 +8,10 @@ from fastnet._response_c cimport Response, make_response
 @cython.locals(headers=Headers, heads=dict, head=bytes)
 cpdef bytes request_head(Request request, bint http_proxy, object proxy_authorization)
 cpdef bint expects_continue(Request request)
+
+
+@cython.locals(headers=Headers, lookup=dict, declared=cython.longlong)
+cpdef long long request_framing(Request request) except? -3
 cpdef bytes frame_chunk(bytes chunk)
 
 

@@ -15,8 +15,13 @@ framing and reuse rules exist once:
       chunk        = chunk-size [ chunk-ext ] CRLF chunk-data CRLF
       last-chunk   = 1*("0") [ chunk-ext ] CRLF
 
+* ``request_framing`` reads how a request's body is framed from its headers (exactly one of
+  ``Content-Length`` and ``Transfer-Encoding: chunked``, or no body): the exchange writes exactly that,
+  so the bytes on the wire always match their framing (RFC 9112 §6.1: a sender must not send both).
 * ``open_response`` turns a parsed final head into a ``Response`` and says whether the connection may
-  carry another exchange afterwards.
+  carry another exchange afterwards. It rejects a 204/205 that announces a body and a ``101 Switching
+  Protocols`` the request did not ask for (no ``Upgrade`` header).
+* At most ``MAX_INTERIM_RESPONSES`` interim (1xx) heads are skipped before the final one.
 * ``map_io_error`` is the one place an ``OSError`` from a socket becomes a typed ``NetworkError``.
 
 Pure-Python twin of the compiled ``_codec_c``; import both through ``fastnet._internal.http1.codec``.
@@ -48,17 +53,27 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LAST_CHUNK",
+    "MAX_INTERIM_RESPONSES",
+    "NO_BODY",
     "SMALL_BODY",
+    "CHUNKED",
     "expects_continue",
     "frame_chunk",
     "map_io_error",
     "open_response",
+    "request_framing",
     "request_head",
 ]
 
 #: A body up to this size goes out in the same ``sendall`` as the head.
 SMALL_BODY = 65536
 LAST_CHUNK = b"0\r\n\r\n"
+#: ``request_framing`` results other than a length: no body bytes at all, or a chunked body.
+NO_BODY = -2
+CHUNKED = -1
+#: Interim (1xx) responses skipped before the final one; more is a ProtocolError (a server could send
+#: them forever). Real servers send one or two (100 Continue, 103 Early Hints).
+MAX_INTERIM_RESPONSES = 32
 _MAX_CACHED_HEADS = 512
 _TIMEOUT_ERRORS = ("SSLWantReadError", "SSLWantWriteError")
 
@@ -109,6 +124,41 @@ def expects_continue(request: Request) -> bool:
     return expect is not None and expect.lower() == "100-continue"
 
 
+def request_framing(request: Request) -> int:
+    """How the request body is framed on the wire: its exact length (``Content-Length``), ``CHUNKED``,
+    or ``NO_BODY``. Raises ``ValueError`` for headers that do not describe the body (both framings, a
+    length that is not a number, a length with no body, a body with no framing); the Bridge never builds
+    such a request, but a network interceptor can.
+
+    RFC 9112 §6.1: "A sender MUST NOT send a Content-Length header field in any message that contains a
+    Transfer-Encoding header field."
+    """
+    headers = request.headers
+    body = request.body
+    if body is None and headers._heads is not None:
+        return NO_BODY  # a Bridge default header block: no framing headers at all
+    lookup = headers._lookup()
+    length = lookup.get("content-length")
+    coding = lookup.get("transfer-encoding")
+    if length is not None and coding is not None:
+        raise ValueError("a request must not carry both Content-Length and Transfer-Encoding")
+    if coding is not None:
+        if coding.strip().lower() != "chunked":
+            raise ValueError(f"unsupported request Transfer-Encoding {coding!r} (only chunked)")
+        return CHUNKED
+    if length is not None:
+        text = length.strip()
+        if not text.isdigit() or not text.isascii():
+            raise ValueError(f"request Content-Length {length!r} is not a number")
+        declared = int(text)
+        if body is None and declared:
+            raise ValueError(f"request Content-Length is {declared}, but the request has no body")
+        return declared
+    if body is not None:
+        raise ValueError("a request body needs Content-Length or Transfer-Encoding: chunked")
+    return NO_BODY
+
+
 def frame_chunk(chunk: bytes) -> bytes:
     """One chunk of a chunked body: size in hex, CRLF, the data, CRLF."""
     return b"%x\r\n%b\r\n" % (len(chunk), chunk)
@@ -121,11 +171,17 @@ def open_response(
 ) -> tuple[Response, bool]:
     """The ``Response`` for a parsed final head, and whether the connection stays reusable after it.
 
-    Raises ``ProtocolError`` for a 204 or 205 that announces a body (RFC 9110 §15.3.5).
+    Raises ``ProtocolError`` for a 204 or 205 that announces a body (RFC 9110 §15.3.5), and for a 101 the
+    request did not ask for: "A server MUST NOT switch to a protocol that was not indicated by the client
+    in the corresponding request's Upgrade header field" (RFC 9110 §7.8).
     """
     status, reason, version, header_list, body_mode, length, keep_alive, _encoding = head
     if body_mode == BODY_LENGTH and (status == 204 or status == 205) and length > 0:
         raise ProtocolError(f"HTTP {status} had non-zero Content-Length: {length}", url=request.url)
+    if status == 101 and (not request.headers._items or "upgrade" not in request.headers._lookup()):
+        raise ProtocolError(
+            "unsolicited 101 Switching Protocols: the request asked for no Upgrade", url=request.url
+        )
     response = make_response(
         status,
         reason,

@@ -19,32 +19,44 @@ cdef class Exchange(ResponseBodySource):
     cdef public bint failed
     cdef public bint head_request
     cdef public str content_encoding
+    cdef public bint headers_started
+    cdef public bint body_started
 
-    @cython.locals(conn=RealConnection, data=bytes, user=ConnectionUser)
-    cpdef object write_request(self, bytes head, RequestBody body, bint expect_continue)
+    @cython.locals(conn=RealConnection, data=bytes, user=ConnectionUser, wrote_head=bint)
+    cpdef object write_request(self, bytes head, RequestBody body, long long framing, bint expect_continue)
 
-    @cython.locals(user=ConnectionUser)
-    cpdef write_body(self, RequestBody body)
+    @cython.locals(user=ConnectionUser, total=cython.longlong, chunked=bint)
+    cpdef write_body(self, RequestBody body, long long framing)
 
     @cython.locals(conn=RealConnection, n=Py_ssize_t)
     cpdef Py_ssize_t fill(self, bint in_head) except -1
 
-    @cython.locals(received=bint, n=Py_ssize_t, parser=ResponseParser)
+    @cython.locals(received=bint, n=Py_ssize_t, parser=ResponseParser, interim=int, status=int)
     cpdef object read_head(self, bint head_request, bint expect_continue=*)
 
-    @cython.locals(user=ConnectionUser, n=Py_ssize_t, parser=ResponseParser)
+    @cython.locals(parser=ResponseParser, user=ConnectionUser)
+    cpdef object _next_raw(self)
     cpdef object read_chunk(self)
 
-    @cython.locals(conn=RealConnection, user=ConnectionUser, remaining=Py_ssize_t, total=Py_ssize_t,
-                   received=Py_ssize_t, content=bytes, parser=ResponseParser)
+    @cython.locals(conn=RealConnection, user=ConnectionUser, remaining=cython.longlong, total=Py_ssize_t,
+                   received=Py_ssize_t, content=bytes, parser=ResponseParser, limit=cython.longlong)
     cpdef bytes read_all(self)
+
+    @cython.locals(size=cython.longlong, limit=cython.longlong)
     cpdef bytes read_rest(self)
+    cpdef _start_body(self)
 
     @cython.locals(conn=RealConnection, reusable=bint, user=ConnectionUser)
     cpdef finish(self, bint complete)
 
+    @cython.locals(conn=RealConnection)
+    cpdef fail_body(self, object exc)
+
     @cython.locals(conn=RealConnection, parser=ResponseParser)
     cpdef close_body(self)
+
+    @cython.locals(conn=RealConnection)
+    cpdef abandon(self)
 
     @cython.locals(user=ConnectionUser)
     cpdef object map_error(self, object exc, str phase)

@@ -2,15 +2,30 @@
 
 Theory of operation
 -------------------
-The decisions live in the codec (``codec.py``: what to write, what a head means) and the parser
-(``parser.py``: framing, when a body ends); this class is the thin layer of socket calls that drives
-them. A keep-alive request costs two system calls: one ``sendall`` of the head (and a small body), one
-``recv_into`` the connection's buffer, which usually returns the whole head and a small body at once. A
-large ``Content-Length`` body is received straight into the ``bytes`` object that becomes the content.
+The decisions live in the codec (``codec.py``: what to write, how a body is framed, what a head means)
+and the parser (``parser.py``: response framing, when a body ends); this class is the thin layer of
+socket calls that drives them. A keep-alive request costs two system calls: one ``sendall`` of the head
+(and a small body), one ``recv_into`` the connection's buffer, which usually returns the whole head and
+a small body at once.
 
-The exchange reports to its ``ConnectionUser`` (the call): events as they happen, ``body_failed`` when
-the body cannot be read, and ``release_connection`` once the body ended (reusable: back to the pool) or
-was abandoned (closed). It is the ``ResponseBodySource`` of the response it produced.
+Bounds, whatever a peer declares or compresses:
+
+* a ``Content-Length`` body is received straight into the ``bytes`` object that becomes the content,
+  allocated as the bytes arrive (``receive_exact``), and refused with ``BodyTooLargeError`` before a
+  byte is read when it declares more than the call's ``max_body_size``;
+* a gzip body is inflated at most ``DECODED_CHUNK`` bytes at a time, and ``.content`` stops with
+  ``BodyTooLargeError`` once the decoded size passes ``max_body_size``; a gzip stream that ends before
+  its end marker is a ``ProtocolError`` even when the framing said the body was complete;
+* at most ``MAX_INTERIM_RESPONSES`` interim (1xx) heads are skipped.
+
+The request is written exactly as its framing headers say (``codec.request_framing``): a body of
+unknown length with a ``Content-Length`` goes out unframed and must have exactly that many bytes. When
+writing fails, the exchange still tries to read a response: a server that answers early (a 413) and
+closes gives a response, not a write error.
+
+The exchange reports to its ``ConnectionUser`` (the call): events as they happen, ``exchange_done``
+when the body ended (or was abandoned), ``body_failed`` when it could not be read. It is the
+``ResponseBodySource`` of the response it produced.
 
 Pure-Python twin of the compiled ``_exchange_c``; import both through ``fastnet._internal.http1.exchange``.
 """
@@ -21,9 +36,22 @@ import time
 import zlib
 from typing import TYPE_CHECKING, Any
 
-from fastnet._internal.http1.codec import LAST_CHUNK, SMALL_BODY, frame_chunk, map_io_error
+from fastnet._internal.http1.codec import (
+    CHUNKED,
+    LAST_CHUNK,
+    MAX_INTERIM_RESPONSES,
+    SMALL_BODY,
+    frame_chunk,
+    map_io_error,
+)
 from fastnet._internal.http1.parser import BODY_LENGTH, BODY_NONE, BODY_UNTIL_CLOSE, receive_exact
-from fastnet.exceptions import CanceledError, ConnectionClosedError, NetworkError, ProtocolError
+from fastnet.exceptions import (
+    BodyTooLargeError,
+    CanceledError,
+    ConnectionClosedError,
+    NetworkError,
+    ProtocolError,
+)
 from fastnet.response import ResponseBodySource
 
 if TYPE_CHECKING:
@@ -31,10 +59,14 @@ if TYPE_CHECKING:
     from fastnet._internal.connection.real_connection import RealConnection
     from fastnet.request import Request, RequestBody
 
-__all__ = ["DRAIN_TIMEOUT", "Exchange", "new_exchange"]
+__all__ = ["DECODED_CHUNK", "DRAIN_TIMEOUT", "Exchange", "new_exchange"]
 
 #: How long ``close()`` on an unread body may drain it to keep the connection.
 DRAIN_TIMEOUT = 0.1
+#: The most a decoded (decompressed) piece of a streamed body can be.
+DECODED_CHUNK = 1 << 20
+# A declared length beyond this cannot be held in memory on any machine (and would overflow C sizes).
+_UNHOLDABLE = 1 << 62
 
 #: A parsed response head: status, reason, version, headers, body mode, length, keep-alive, encoding.
 Head = tuple[int, str, str, list[tuple[str, str]], int, int, bool, str]
@@ -56,6 +88,8 @@ class Exchange(ResponseBodySource):
         "failed",
         "head_request",
         "content_encoding",
+        "headers_started",
+        "body_started",
     )
     user: ConnectionUser
     connection: RealConnection
@@ -63,60 +97,77 @@ class Exchange(ResponseBodySource):
     body_mode: int
     keep_alive: bool
     decompressor: Any  # a zlib decompressobj when the Bridge decodes gzip transparently
-    body_bytes: int
+    body_bytes: int  # body bytes received from the wire (before decoding)
     failed: bool
     head_request: bool
     content_encoding: str
+    headers_started: bool  # response_headers_start has been reported
+    body_started: bool  # response_body_start has been reported
 
     # -- writing --------------------------------------------------------------------------------
 
-    def write_request(self, head: bytes, body: RequestBody | None, expect_continue: bool) -> Head | None:
-        """Send the request. With ``expect_continue``, a final head that came instead of ``100 Continue``
-        is returned (the body was not sent); otherwise None."""
+    def write_request(
+        self, head: bytes, body: RequestBody | None, framing: int, expect_continue: bool
+    ) -> Head | None:
+        """Send the request, its body framed as ``framing`` says (``codec.request_framing``).
+
+        Returns a final head read in place of sending the rest: the answer to ``Expect: 100-continue``
+        when it was not ``100``, or a response the server sent while the upload failed. Otherwise None.
+        """
         conn = self.connection
-        sock = conn.sock
         user = self.user
         events = user.events
         if events is not None:
             events.request_headers_start(user)
+        wrote_head = False
         try:
             if body is None:
-                conn.sendall(head)
+                conn.sendall(head if framing != CHUNKED else head + LAST_CHUNK)
                 if events is not None:
                     events.request_headers_end(user, self.request)
                 return None
             data = body.content
-            if data is not None and len(data) <= SMALL_BODY and not expect_continue:
-                sock.sendall(head + data if data else head)
+            if data is not None and framing == len(data) and len(data) <= SMALL_BODY and not expect_continue:
+                conn.sendall(head + data if data else head)
                 if events is not None:
                     events.request_headers_end(user, self.request)
                     events.request_body_start(user)
                     events.request_body_end(user, len(data))
                 return None
-            sock.sendall(head)
+            conn.sendall(head)
+            wrote_head = True
             if events is not None:
                 events.request_headers_end(user, self.request)
             if expect_continue:
                 early = self.read_head(False, True)
                 if early is not None:
                     return early
-            self.write_body(body)
-        except NetworkError:
+            self.write_body(body, framing)
+        except NetworkError as exc:
             self.failed = True
+            if events is not None:
+                events.request_failed(user, exc)
             raise
         except OSError as exc:
             self.failed = True
-            raise self.map_error(exc, "write") from exc
+            err = self.map_error(exc, "write")
+            if events is not None:
+                events.request_failed(user, err)
+            early = self._answer_after_failed_write() if wrote_head else None
+            if early is not None:
+                return early
+            raise err from exc
         return None
 
-    def write_body(self, body: RequestBody) -> None:
-        sock = self.connection.sock
+    def write_body(self, body: RequestBody, framing: int) -> None:
+        """The body, chunked or as exactly ``framing`` bytes (a shorter or longer body is an error)."""
+        sendall = self.connection.sendall
         user = self.user
         events = user.events
         if events is not None:
             events.request_body_start(user)
         total = 0
-        chunked = body.length < 0
+        chunked = framing == CHUNKED
         for chunk in body.chunks():
             if not chunk:
                 continue
@@ -124,15 +175,34 @@ class Exchange(ResponseBodySource):
                 chunk = chunk.encode("utf-8")
             total += len(chunk)
             if chunked:
-                sock.sendall(frame_chunk(chunk))
+                sendall(frame_chunk(chunk))
+            elif total > framing:
+                raise ProtocolError(
+                    f"request body is longer than its Content-Length of {framing} bytes "
+                    f"(at least {total}); nothing past the declared length was sent",
+                    url=self.request.url,
+                    phase="write",
+                )
             else:
-                sock.sendall(chunk)
+                sendall(chunk)
         if chunked:
-            sock.sendall(LAST_CHUNK)
-        elif total != body.length:
-            raise ProtocolError(f"request body was {total} bytes, but its declared length is {body.length}")
+            sendall(LAST_CHUNK)
+        elif total != framing:
+            raise ProtocolError(
+                f"request body was {total} bytes, but its Content-Length is {framing}",
+                url=self.request.url,
+                phase="write",
+            )
         if events is not None:
             events.request_body_end(user, total)
+
+    def _answer_after_failed_write(self) -> Head | None:
+        """A response the server sent before it stopped reading (a 413, say), or None."""
+        self.connection.no_new_exchanges = True
+        try:
+            return self.read_head(self.head_request)
+        except (NetworkError, OSError):
+            return None
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -152,12 +222,15 @@ class Exchange(ResponseBodySource):
         return n
 
     def read_head(self, head_request: bool, expect_continue: bool = False) -> Head | None:
-        """Read up to the final response head (skipping 1xx); returns the parser's head tuple.
+        """Read up to the final response head, skipping interim (1xx) ones; returns the head tuple.
 
         With ``expect_continue`` a ``100`` returns None (send the body) and any other head is returned.
+        ``response_headers_start`` is reported once a head has been read (for ``Expect: 100-continue``,
+        once the ``100`` has: the request body's events then come inside the response head's).
         """
         parser = self.connection.parser
         received = False
+        interim = 0
         while True:
             try:
                 head = parser.read_head(head_request)
@@ -166,10 +239,24 @@ class Exchange(ResponseBodySource):
                 self.connection.no_new_exchanges = True
                 raise
             if head is not None:
+                if not self.headers_started:
+                    self.headers_started = True
+                    events = self.user.events
+                    if events is not None:
+                        events.response_headers_start(self.user)
                 status = head[0]
                 if status < 200 and status != 101:
                     if expect_continue and status == 100:
                         return None
+                    interim += 1
+                    if interim > MAX_INTERIM_RESPONSES:
+                        self.failed = True
+                        self.connection.no_new_exchanges = True
+                        raise ProtocolError(
+                            f"more than {MAX_INTERIM_RESPONSES} interim (1xx) responses before the final one",
+                            url=self.request.url,
+                            phase="read",
+                        )
                     continue
                 return head
             n = self.fill(True)
@@ -185,108 +272,153 @@ class Exchange(ResponseBodySource):
                 raise ProtocolError("unexpected end of stream in the response head")
             received = True
 
+    def _next_raw(self) -> bytes | None:
+        """The next piece of the body as framed on the wire (never empty), or None at its end."""
+        parser = self.connection.parser
+        user = self.user
+        while True:
+            data = parser.read_body()
+            if data is None:
+                return None
+            if data:
+                self.body_bytes += len(data)
+                return data
+            if user.canceled:
+                raise self.map_error(CanceledError("canceled while reading the body"), "read")
+            if self.fill(False) == 0:
+                if user.canceled:
+                    raise user.canceled_error(self.request)
+                parser.feed(b"")  # EOF: the parser ends an until-close body, or raises for a short one
+
     def read_chunk(self) -> bytes | None:
         """The next piece of the decoded body (never empty), or None at the end."""
         if self.done:
             return None
-        parser = self.connection.parser
-        user = self.user
-        while True:
-            try:
-                data = parser.read_body()
-                if data is None:
-                    self.finish(True)
-                    return None
-                if not data:
-                    if user.canceled:
-                        raise self.map_error(CanceledError("canceled while reading the body"), "read")
-                    n = self.fill(False)
-                    if n == 0:
-                        if user.canceled:
-                            raise user.canceled_error(self.request)
-                        parser.feed(b"")
-                    continue
-            except NetworkError as exc:
-                self.finish(False)
-                user.body_failed(exc)
-                raise
-            self.body_bytes += len(data)
+        if not self.body_started:
+            self._start_body()
+        try:
             decompressor = self.decompressor
-            if decompressor is not None:
-                try:
-                    data = decompressor.decompress(data)
-                except zlib.error as exc:
-                    self.finish(False)
-                    err = ProtocolError(f"invalid gzip body: {exc}", url=self.request.url, phase="read")
-                    user.body_failed(err)
-                    raise err from exc
-                if not data:
-                    continue
-            return data
+            if decompressor is None:
+                piece = self._next_raw()
+                if piece is None:
+                    self.finish(True)
+                return piece
+            while True:
+                tail = decompressor.unconsumed_tail
+                data: bytes
+                if tail:
+                    data = decompressor.decompress(tail, DECODED_CHUNK)
+                else:
+                    raw = self._next_raw()
+                    if raw is None:
+                        rest: bytes = decompressor.flush()
+                        if not decompressor.eof:
+                            raise ProtocolError(
+                                "truncated gzip body: the stream ended before its end marker",
+                                url=self.request.url,
+                                phase="read",
+                            )
+                        self.finish(True)
+                        return rest if rest else None
+                    data = decompressor.decompress(raw, DECODED_CHUNK)
+                if data:
+                    return data
+        except zlib.error as exc:
+            err = ProtocolError(f"invalid gzip body: {exc}", url=self.request.url, phase="read")
+            self.fail_body(err)
+            raise err from exc
+        except NetworkError as exc:
+            self.fail_body(exc)
+            raise
 
     def read_all(self) -> bytes:
-        """The rest of the body. Content-Length bodies are received straight into their final buffer."""
+        """The rest of the body, at most the call's ``max_body_size`` bytes decoded. A Content-Length body
+        is received straight into its final buffer."""
         conn = self.connection
         parser = conn.parser
-        if self.body_mode == BODY_LENGTH and self.decompressor is None and not self.done:
-            first = parser.read_body()
-            if first is None:
-                self.finish(True)
-                return b""
-            remaining = parser.body_remaining
-            if remaining <= 0:
-                self.body_bytes += len(first)
-                if parser.read_body() is None:
-                    self.finish(True)
-                    return first
-                return first + self.read_rest()
-            # big body: receive the rest straight into the bytes object that becomes the content
-            total = len(first) + remaining
-            user = self.user
-            try:
-                content, received = receive_exact(conn.recv_into, first, total)
-                if received < total and user.canceled:
-                    raise user.canceled_error(self.request)
-                if received < total:
-                    parser.skip_body_bytes(received - len(first))
-                    parser.feed(b"")
-                    parser.read_body()
-                    raise ProtocolError(f"unexpected end of stream: {total - received} body bytes missing")
-                if user.canceled:
-                    raise CanceledError("canceled while reading the response body")
-            except NetworkError as exc:
-                self.finish(False)
-                user.body_failed(exc)
-                raise
-            except OSError as exc:
-                self.finish(False)
-                err = self.map_error(exc, "read")
-                user.body_failed(err)
-                raise err from exc
-            parser.skip_body_bytes(remaining)
-            self.body_bytes += total
+        if self.done:
+            return b""
+        if not self.body_started:
+            self._start_body()
+        if self.body_mode != BODY_LENGTH or self.decompressor is not None:
+            return self.read_rest()
+        first = parser.read_body()
+        if first is None:
+            self.finish(True)
+            return b""
+        remaining = parser.body_remaining
+        limit = self.user.max_body_size
+        if remaining > _UNHOLDABLE or (limit > 0 and remaining > limit - len(first)):
+            self._too_large(f"the response declares a {len(first) + remaining}-byte body")
+        if remaining <= 0:
+            self.body_bytes += len(first)
             if parser.read_body() is None:
                 self.finish(True)
-            return content
-        return self.read_rest()
+                return first
+            return first + self.read_rest()
+        # big body: receive the rest straight into the bytes object that becomes the content
+        total = len(first) + remaining
+        user = self.user
+        try:
+            content, received = receive_exact(conn.recv_into, first, total)
+            if received < total and user.canceled:
+                raise user.canceled_error(self.request)
+            if received < total:
+                parser.skip_body_bytes(received - len(first))
+                parser.feed(b"")
+                parser.read_body()
+                raise ProtocolError(f"unexpected end of stream: {total - received} body bytes missing")
+            if user.canceled:
+                raise CanceledError("canceled while reading the response body")
+        except NetworkError as exc:
+            self.fail_body(exc)
+            raise
+        except OSError as exc:
+            err = self.map_error(exc, "read")
+            self.fail_body(err)
+            raise err from exc
+        parser.skip_body_bytes(remaining)
+        self.body_bytes += total
+        if parser.read_body() is None:
+            self.finish(True)
+        return content
 
     def read_rest(self) -> bytes:
+        """The rest of the body piece by piece, stopping past ``max_body_size`` decoded bytes."""
         parts = []
+        size = 0
+        limit = self.user.max_body_size
         while True:
             data = self.read_chunk()
             if data is None:
                 break
+            size += len(data)
+            if limit > 0 and size > limit:
+                self._too_large(f"the decoded body is over {size - len(data)} bytes and growing")
             parts.append(data)
-        if self.decompressor is not None:
-            tail = self.decompressor.flush()
-            if tail:
-                parts.append(tail)
         if len(parts) == 1:
             return parts[0]
         return b"".join(parts)
 
+    def _too_large(self, what: str) -> None:
+        err = BodyTooLargeError(
+            f"response body too large: {what}, more than max_body_size={self.user.max_body_size}",
+            url=self.request.url,
+            phase="read",
+        )
+        self.fail_body(err)
+        raise err
+
+    def _start_body(self) -> None:
+        self.body_started = True
+        events = self.user.events
+        if events is not None:
+            events.response_body_start(self.user)
+
+    # -- ending ---------------------------------------------------------------------------------
+
     def finish(self, complete: bool) -> None:
-        """The body is done (complete) or abandoned: give the connection back or close it."""
+        """The body is done (complete) or abandoned: the call gets the connection back, reusable or not."""
         if self.done:
             return
         self.done = True
@@ -300,8 +432,20 @@ class Exchange(ResponseBodySource):
         user = self.user
         events = user.events
         if events is not None and complete:
+            if not self.body_started:
+                self._start_body()  # nothing was read: the body ended as it was opened
             events.response_body_end(user, self.body_bytes)
-        user.release_connection(conn, reusable)
+        user.exchange_done(conn, reusable)
+
+    def fail_body(self, exc: NetworkError) -> None:
+        """Reading the body failed: the connection is done for, and so is the call."""
+        if self.done:
+            return
+        self.done = True
+        conn = self.connection
+        conn.no_new_exchanges = True
+        conn.exchange_count += 1
+        self.user.body_failed(exc, conn)
 
     def close_body(self) -> None:
         """Early close: drain the rest within DRAIN_TIMEOUT to keep the connection, else close it."""
@@ -323,12 +467,26 @@ class Exchange(ResponseBodySource):
                     conn.set_timeouts(saved, conn.write_timeout)
                     self.finish(True)
                     return
-                if not data:
-                    if self.fill(False) == 0:
-                        break
+                if data:
+                    self.body_bytes += len(data)
+                elif self.fill(False) == 0:
+                    break
         except (OSError, NetworkError):
             pass
         self.finish(False)
+
+    def abandon(self) -> None:
+        """The response was collected unread: close the connection. Runs from a finalizer, so it takes
+        no lock and reports no event: the pool settles its count the next time it is used."""
+        if self.done:
+            return
+        self.done = True
+        conn = self.connection
+        conn.no_new_exchanges = True
+        conn.close()
+        pool = conn.pool
+        if pool is not None:
+            pool.discard_later(conn)
 
     def map_error(self, exc: BaseException, phase: str) -> NetworkError:
         user = self.user
@@ -350,4 +508,6 @@ def new_exchange(user: ConnectionUser, connection: RealConnection, request: Requ
     exchange.failed = False
     exchange.head_request = False
     exchange.content_encoding = ""
+    exchange.headers_started = False
+    exchange.body_started = False
     return exchange

@@ -15,10 +15,12 @@ Line endings: ``CRLF`` and bare ``LF`` are both accepted in the head and in trai
 by ``CRLF`` (as h11 requires).
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeLatin1
 from libc.string cimport memchr, memcpy, memmove, memcmp
 from libc.stdlib cimport realloc, free
@@ -26,7 +28,15 @@ from libc.stdint cimport int64_t
 
 from fastnet.exceptions import ConnectionClosedError, ProtocolError
 
-__all__ = ["BODY_CHUNKED", "BODY_LENGTH", "BODY_NONE", "BODY_UNTIL_CLOSE", "ResponseParser", "receive_exact"]
+__all__ = [
+    "BODY_CHUNKED",
+    "BODY_LENGTH",
+    "BODY_NONE",
+    "BODY_UNTIL_CLOSE",
+    "PREALLOCATE",
+    "ResponseParser",
+    "receive_exact",
+]
 
 BODY_NONE = 0
 BODY_LENGTH = 1
@@ -666,27 +676,54 @@ cdef class ResponseParser:
         return 0
 
 
+cdef extern from "Python.h":
+    # the raw forms, so the body being received is one owned reference that _PyBytes_Resize may move
+    PyObject* _bytes_new "PyBytes_FromStringAndSize"(const char* data, Py_ssize_t size) except NULL
+    char* _bytes_data "PyBytes_AS_STRING"(PyObject* obj)
+    int _PyBytes_Resize(PyObject** obj, Py_ssize_t size) except -1
+
+
+#: A body of up to this many bytes is allocated whole when its head arrives; a larger declared length
+#: is allocated this much first and grown (doubling) as the bytes actually arrive.
+PREALLOCATE = 4 << 20
+cdef Py_ssize_t _PREALLOCATE = PREALLOCATE
+
+
 def receive_exact(recv_into, bytes head, Py_ssize_t total):
     """Receive a body of ``total`` bytes, ``head`` of which are already in hand, straight into the
     ``bytes`` object that is returned (no copy after the last ``recv``: this is what lets a big download
     run at the raw socket's speed). Returns ``(body, received)``; ``received < total`` means EOF.
 
+    Memory follows the bytes that arrive, not the length a peer declares: at most ``PREALLOCATE`` bytes
+    (or the whole body, if smaller) up front, then twice as much each time it is full.
+
     The bytes object is written before anyone else can see it, which is the one time that is safe.
     """
     cdef Py_ssize_t have = len(head)
     cdef Py_ssize_t n
+    cdef Py_ssize_t size
+    cdef PyObject* out = NULL
     if have > total:
         raise ValueError("head is longer than the body")
-    out = PyBytes_FromStringAndSize(NULL, total)
-    cdef char* buf = PyBytes_AS_STRING(out)
-    memcpy(buf, <const char*>head, have)
-    view = PyMemoryView_FromMemory(buf, total, 0x200)  # PyBUF_WRITE
+    size = total if total <= _PREALLOCATE else max(_PREALLOCATE, have)
+    out = _bytes_new(NULL, size)
     try:
+        memcpy(_bytes_data(out), <const char*>head, have)
         while have < total:
-            n = recv_into(view[have:])
+            if have == size:
+                size = total if total - size <= size else size * 2
+                _PyBytes_Resize(&out, size)
+            view = PyMemoryView_FromMemory(_bytes_data(out) + have, size - have, 0x200)  # PyBUF_WRITE
+            try:
+                n = recv_into(view)
+            finally:
+                view.release()
             if n == 0:
                 break
             have += n
+        if have < size:
+            _PyBytes_Resize(&out, have)
+        result = <bytes>out
     finally:
-        view.release()
-    return out, have
+        Py_XDECREF(out)
+    return result, have

@@ -57,7 +57,15 @@ from h11._readers import chunk_header_re
 
 from fastnet.exceptions import ConnectionClosedError, ProtocolError
 
-__all__ = ["BODY_CHUNKED", "BODY_LENGTH", "BODY_NONE", "BODY_UNTIL_CLOSE", "ResponseParser", "receive_exact"]
+__all__ = [
+    "BODY_CHUNKED",
+    "BODY_LENGTH",
+    "BODY_NONE",
+    "BODY_UNTIL_CLOSE",
+    "PREALLOCATE",
+    "ResponseParser",
+    "receive_exact",
+]
 
 BODY_NONE = 0
 BODY_LENGTH = 1
@@ -613,19 +621,34 @@ class ResponseParser:
         return b""
 
 
+#: A body of up to this many bytes is allocated whole when its head arrives; a larger declared length
+#: is allocated this much first and grown (doubling) as the bytes actually arrive.
+PREALLOCATE = 4 << 20
+
+
 def receive_exact(recv_into: Any, head: bytes, total: int) -> tuple[bytes, int]:
     """Receive the rest of a ``total``-byte body, ``head`` of which is in hand, into one buffer.
-    Returns ``(body, received)``; ``received < total`` means the peer closed early."""
-    out = bytearray(total)
+    Returns ``(body, received)``; ``received < total`` means the peer closed early. Memory follows the
+    bytes that arrive: at most ``PREALLOCATE`` bytes up front, then twice as much each time it is full."""
     have = len(head)
+    if have > total:
+        raise ValueError("head is longer than the body")
+    size = total if total <= PREALLOCATE else max(PREALLOCATE, have)
+    out = bytearray(size)
     out[:have] = head
-    view = memoryview(out)
-    try:
-        while have < total:
-            n = recv_into(view[have:])
-            if n == 0:
-                break
-            have += n
-    finally:
-        view.release()
+    while have < total:
+        if have == size:
+            grow = total - size if total - size <= size else size
+            out.extend(bytes(grow))
+            size += grow
+        view = memoryview(out)[have:]
+        try:
+            n = recv_into(view)
+        finally:
+            view.release()
+        if n == 0:
+            break
+        have += n
+    if have < size:
+        del out[have:]
     return bytes(out), have

@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING
 
 from fastnet import _compat
 
-__all__ = ["DRAIN_TIMEOUT", "Exchange", "new_exchange"]
+__all__ = ["DECODED_CHUNK", "DRAIN_TIMEOUT", "Exchange", "new_exchange"]
 
 if TYPE_CHECKING:
+    from fastnet._internal.http1._exchange_py import DECODED_CHUNK as DECODED_CHUNK
     from fastnet._internal.http1._exchange_py import DRAIN_TIMEOUT as DRAIN_TIMEOUT
     from fastnet._internal.http1._exchange_py import Exchange as Exchange
     from fastnet._internal.http1._exchange_py import new_exchange as new_exchange

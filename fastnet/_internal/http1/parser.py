@@ -23,6 +23,7 @@ __all__ = [
     "BODY_NONE",
     "BODY_UNTIL_CLOSE",
     "IMPLEMENTATION",
+    "PREALLOCATE",
     "ResponseParser",
     "receive_exact",
 ]
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from fastnet._internal.http1._parser_py import BODY_LENGTH as BODY_LENGTH
     from fastnet._internal.http1._parser_py import BODY_NONE as BODY_NONE
     from fastnet._internal.http1._parser_py import BODY_UNTIL_CLOSE as BODY_UNTIL_CLOSE
+    from fastnet._internal.http1._parser_py import PREALLOCATE as PREALLOCATE
     from fastnet._internal.http1._parser_py import ResponseParser as ResponseParser
     from fastnet._internal.http1._parser_py import receive_exact as receive_exact
 else:
