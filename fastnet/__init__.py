@@ -18,6 +18,7 @@ from fastnet.connection_pool import ConnectionPool
 from fastnet.cookies import NO_COOKIES, Cookie, CookieJar, MemoryCookieJar
 from fastnet.events import EventListener
 from fastnet.exceptions import (
+    BodyTooLargeError,
     CallTimeout,
     CanceledError,
     ConnectError,
@@ -53,6 +54,7 @@ __all__ = [
     "Address",
     "Authenticator",
     "BasicAuthenticator",
+    "BodyTooLargeError",
     "Call",
     "CallTimeout",
     "CanceledError",

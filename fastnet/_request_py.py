@@ -27,21 +27,26 @@ BodyLike = Union[bytes, bytearray, memoryview, str, IO[bytes], IO[str], Iterable
 KIND_BYTES = 0
 KIND_FILE = 1
 KIND_STREAM = 2
+KIND_ITERABLE = 3
 
 
 class RequestBody:
     """A request body that knows its length and whether it can be sent more than once.
 
-    ``bytes``/``str`` bodies are replayable; a seekable file is rewound for each attempt; a
-    non-seekable file or an iterator of bytes is *one-shot*: it is never replayed by a retry or a
-    redirect. Length ``-1`` means unknown (sent chunked).
+    ``bytes``/``str`` bodies are replayable; a seekable file is rewound for each attempt; an iterable
+    that is not an iterator (a list of chunks, or any object whose ``__iter__`` starts afresh) is
+    iterated anew for each attempt; a non-seekable file or an iterator (a generator) is *one-shot*: it is
+    never replayed by a retry or a redirect, which return the response instead. Length ``-1`` means
+    unknown (sent chunked).
 
-    >>> RequestBody(b"abc").length, RequestBody(iter([b"a"])).one_shot
-    (3, True)
+    >>> RequestBody(b"abc").length, RequestBody(iter([b"a"])).one_shot, RequestBody([b"a"]).one_shot
+    (3, True, False)
     """
 
     __slots__ = ("_data", "_kind", "length", "content_type", "one_shot", "_start", "_used")
-    _data: Any  # bytes (KIND_BYTES), a file object (KIND_FILE) or an iterator of bytes (KIND_STREAM)
+    # bytes (KIND_BYTES), a file object (KIND_FILE), an iterator of bytes (KIND_STREAM), or an iterable
+    # iterated afresh per attempt (KIND_ITERABLE)
+    _data: Any
     _kind: int
     length: int
     content_type: str | None
@@ -85,10 +90,16 @@ class RequestBody:
                 self.one_shot = True if one_shot is None else bool(one_shot)
             return
         if hasattr(data, "__iter__") or hasattr(data, "__next__"):
-            self._data = iter(data)
-            self._kind = KIND_STREAM
+            stream = iter(data)
             self.length = -1
-            self.one_shot = True if one_shot is None else bool(one_shot)
+            if stream is data or not hasattr(data, "__iter__"):
+                self._data = stream  # an iterator: it can be consumed once
+                self._kind = KIND_STREAM
+                self.one_shot = True if one_shot is None else bool(one_shot)
+            else:
+                self._data = data  # a re-iterable (a list, say): iterated afresh for each attempt
+                self._kind = KIND_ITERABLE
+                self.one_shot = bool(one_shot)
             return
         raise TypeError(
             f"request body must be bytes, str, a file object or an iterator of bytes, "
@@ -116,6 +127,9 @@ class RequestBody:
                 except (AttributeError, OSError, ValueError):
                     pass
             return _file_chunks(self._data)
+        if self._kind == KIND_ITERABLE:
+            fresh: Iterator[bytes] = iter(self._data)
+            return fresh
         stream: Iterator[bytes] = self._data
         return stream
 

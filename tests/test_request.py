@@ -7,6 +7,7 @@ import io
 import json
 
 import pytest
+from conftest import make_fast_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
@@ -119,3 +120,27 @@ def test_request_large_body(server: MockServer, fast_client: fastnet.Client) -> 
     server.enqueue(MockResponse(200))
     assert fast_client.post(server.url("/"), body=data).status_code == 200
     assert server.take_request().body == data
+
+
+def test_request_reiterable_body_is_replayed_on_a_redirect_and_a_retry(server: MockServer) -> None:
+    server.enqueue(
+        MockResponse(307, headers={"Location": "/next"}),
+        MockResponse(503, headers={"Retry-After": "0"}),
+        MockResponse(200),
+    )
+    with make_fast_client() as client:
+        r = client.post(server.url("/"), body=[b"ab", b"cd"])
+    assert r.status_code == 200
+    bodies = [server.take_request().body for _ in range(3)]
+    assert bodies == [b"abcd", b"abcd", b"abcd"]
+
+
+def test_request_iterator_body_is_one_shot_not_sent_empty(server: MockServer) -> None:
+    server.enqueue(MockResponse(307, headers={"Location": "/next"}), MockResponse(200))
+    with make_fast_client() as client:
+        r = client.post(server.url("/"), body=iter([b"ab", b"cd"]))
+    assert r.status_code == 307  # the redirect is not followed with an empty body
+    assert server.take_request().body == b"abcd" and server.request_count == 1
+    assert (
+        fastnet.RequestBody([b"x"]).one_shot is False and fastnet.RequestBody(iter([b"x"])).one_shot is True
+    )

@@ -13,7 +13,7 @@ from conftest import make_fast_client
 from fakes import FakeDns
 
 import fastnet
-from fastnet.testing import MockResponse, MockServer
+from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
 
 def test_bridge_default_headers(server: MockServer) -> None:
@@ -82,6 +82,49 @@ def test_bridge_chunked_for_unknown_length(server: MockServer) -> None:
     assert rec.chunked and rec.header("transfer-encoding") == "chunked"
     assert rec.header("content-length") is None
     assert rec.body == b"abc"
+
+
+def test_bridge_user_content_length_on_an_unknown_length_body_is_sent_unframed(server: MockServer) -> None:
+    server.enqueue(MockResponse(200), MockResponse(200))
+    with make_fast_client() as client:
+        client.post(server.url("/"), headers={"Content-Length": "5"}, body=iter([b"hel", b"lo"]))
+        # the same on a reused connection: the next request's bytes must not run into this body
+        client.post(server.url("/"), headers={"Content-Length": "2"}, body=iter([b"ok"]))
+    first, second = server.take_request(), server.take_request()
+    assert first.header_values("content-length") == ["5"] and first.header("transfer-encoding") is None
+    assert first.body == b"hello" and not first.chunked
+    assert second.body == b"ok" and second.connection_index == first.connection_index
+
+
+@pytest.mark.parametrize(("chunks", "says"), [([b"hel"], "was 3 bytes"), ([b"hello", b"!"], "is longer")])
+def test_bridge_body_that_disagrees_with_its_content_length_fails(
+    server: MockServer, chunks: list[bytes], says: str
+) -> None:
+    server.enqueue(MockResponse(200, policy=SocketPolicy.NO_RESPONSE), MockResponse(200))
+    with make_fast_client() as client:
+        with pytest.raises(fastnet.ProtocolError, match=says):
+            client.post(server.url("/"), headers={"Content-Length": "5"}, body=iter(chunks))
+        assert client.connection_pool.connection_count() == 0  # a half-sent request never reuses a socket
+
+
+def test_bridge_transfer_encoding_without_a_body_is_dropped(server: MockServer) -> None:
+    server.enqueue(MockResponse(200))
+    with make_fast_client(read_timeout=2) as client:
+        assert client.post(server.url("/"), headers={"Transfer-Encoding": "chunked"}).status_code == 200
+    rec = server.take_request()
+    assert rec.header("transfer-encoding") is None and rec.header_values("content-length") == ["0"]
+
+
+def test_bridge_network_interceptor_cannot_send_two_framings(server: MockServer) -> None:
+    def both(chain: fastnet.Chain) -> fastnet.Response:
+        request = chain.request
+        return chain.proceed(request.replace(headers=request.headers.add("Transfer-Encoding", "chunked")))
+
+    server.enqueue(MockResponse(200))
+    with make_fast_client(network_interceptors=[both]) as client:
+        with pytest.raises(ValueError, match="both Content-Length and Transfer-Encoding"):
+            client.post(server.url("/"), body=b"abc")
+    assert server.request_count == 0
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH"])

@@ -3,6 +3,7 @@ back to the pool and when it is closed, the idle health probe and the per-host c
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from typing import Any
@@ -276,3 +277,69 @@ def test_pool_per_host_idle_connection_evicted_for_new_route(server: MockServer)
         assert client.connection_pool.idle_connection_count() == 1
         client.get(server.url("/"), headers={"Connection": "close"})
         assert client.connection_pool.connection_count() == 0
+
+
+# -- abandoned responses, bounded waits, closing ----------------------------------------------------
+
+
+def test_pool_collected_stream_gives_its_connection_back(server: MockServer) -> None:
+    server.default_response = MockResponse(200, body=b"x" * 200_000)
+    pool = fastnet.ConnectionPool(max_connections_per_host=1)
+    with make_fast_client(connection_pool=pool) as client:
+        r = client.stream("GET", server.url("/"))
+        assert pool.connection_count() == 1
+        del r  # never read, never closed
+        gc.collect()
+        assert pool.connection_count() == 0  # closed (nobody read the rest), its slot free again
+        assert client.get(server.url("/")).status_code == 200
+
+
+def test_pool_wait_for_a_slot_is_bounded_by_the_connect_timeout(server: MockServer) -> None:
+    server.default_response = MockResponse(200, body=b"x" * 200_000)
+    pool = fastnet.ConnectionPool(max_connections_per_host=1)
+    with make_fast_client(connection_pool=pool, connect_timeout=0.5) as client:
+        held = client.stream("GET", server.url("/"))
+        started = time.monotonic()
+        with pytest.raises(fastnet.PoolTimeout, match="max_connections_per_host"):
+            client.get(server.url("/"))
+        assert 0.4 < time.monotonic() - started < 5
+        held.close()
+        assert client.get(server.url("/")).status_code == 200
+
+
+def test_pool_client_close_closes_connections_in_use_and_idle(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"idle"), MockResponse(200, body=b"x" * 200_000))
+    pool = fastnet.ConnectionPool()
+    client = make_fast_client(connection_pool=pool)
+    assert client.get(server.url("/")).content == b"idle"
+    streaming = client.stream("GET", server.url("/"))
+    assert pool.connection_count() == 1 and pool.idle_connection_count() == 0
+    client.close()
+    assert pool.connection_count() == 0
+    with pytest.raises(fastnet.NetworkError):
+        streaming.content  # noqa: B018 - its socket was closed under it
+    with pytest.raises(RuntimeError, match="closed"):
+        client.get(server.url("/"))
+    assert client.is_closed
+
+
+def test_pool_closing_one_client_keeps_a_sibling_working(server: MockServer) -> None:
+    server.default_response = MockResponse(200, body=b"ok")
+    with make_fast_client() as parent:
+        sibling = parent.with_options(read_timeout=3)
+        assert sibling.get(server.url("/")).content == b"ok"
+        sibling.close()
+        assert parent.connection_pool.idle_connection_count() == 1  # the parent still holds the pool
+        assert parent.get(server.url("/")).content == b"ok"
+    assert parent.connection_pool.connection_count() == 0  # the last client closed it
+
+
+def test_pool_clients_sharing_a_pool_share_connections(server: MockServer) -> None:
+    server.default_response = MockResponse(200, body=b"ok")
+    pool = fastnet.ConnectionPool()
+    with make_fast_client(connection_pool=pool) as a, make_fast_client(connection_pool=pool) as b:
+        sibling = a.with_options(read_timeout=7)
+        for client in (a, b, sibling, a, b):
+            assert client.get(server.url("/")).content == b"ok"
+        assert pool.connection_count() == 1
+    assert len({r.connection_index for r in (server.take_request() for _ in range(5))}) == 1

@@ -3,13 +3,17 @@ gets a clear, typed error, is not retried, and the connection it arrived on is n
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import gzip
+from collections.abc import Callable, Iterator
 
 import pytest
 from conftest import make_fast_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+
+CLOSE = SocketPolicy.CLOSE_AFTER_RESPONSE
 
 
 @pytest.fixture
@@ -258,3 +262,130 @@ def test_bad_injection_via_interceptor_rejected(server: MockServer) -> None:
 def test_bad_unknown_url_scheme(impatient_client: fastnet.Client, url: str) -> None:
     with pytest.raises(ValueError, match="scheme"):
         impatient_client.get(url)
+
+
+# -- bounds on what a peer declares or compresses ---------------------------------------------------
+
+
+def _peak_bytes(action: Callable[[], object]) -> int:
+    """The peak of Python-level allocations while ``action`` runs (bytes objects included)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with contextlib.suppress(Exception):
+            action()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("declared", [99_999_999_999, 9_223_372_036_854_775_807, 3_000_000_000])
+def test_exchange_declared_length_beyond_max_body_size_is_refused_unread(
+    server: MockServer, declared: int
+) -> None:
+    server.enqueue(MockResponse(raw=b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\nab" % declared))
+    with make_fast_client(read_timeout=2) as client:
+        with pytest.raises(fastnet.BodyTooLargeError, match="max_body_size") as info:
+            client.get(server.url("/"))
+        assert isinstance(info.value, fastnet.NetworkError) and info.value.phase == "read"
+        assert client.connection_pool.connection_count() == 0
+
+
+@pytest.mark.parametrize("declared", [99_999_999_999, 3_000_000_000])
+def test_exchange_declared_length_without_a_limit_allocates_as_bytes_arrive(
+    server: MockServer, declared: int
+) -> None:
+    from fastnet._internal.http1.parser import PREALLOCATE
+
+    server.enqueue(
+        MockResponse(raw=b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\nab" % declared, policy=CLOSE)
+    )
+    with make_fast_client(read_timeout=2, max_body_size=None) as client:
+
+        def fetch() -> None:
+            with pytest.raises(fastnet.ProtocolError, match="body bytes missing"):
+                client.get(server.url("/"))
+
+        assert _peak_bytes(fetch) < PREALLOCATE + (1 << 20)
+
+
+def test_exchange_large_body_grows_past_the_preallocation(server: MockServer) -> None:
+    from fastnet._internal.http1.parser import PREALLOCATE
+
+    body = bytes(range(256)) * ((PREALLOCATE * 2 + 12345) // 256)
+    server.enqueue(MockResponse(200, body=body))
+    with make_fast_client() as client:
+        assert client.get(server.url("/")).content == body
+        assert client.connection_pool.idle_connection_count() == 1  # complete: reused next time
+
+
+def test_exchange_gzip_bomb_stops_at_max_body_size(server: MockServer) -> None:
+    bomb = gzip.compress(bytes(64 << 20), compresslevel=9)  # 64 MiB of zeros in about 64 KiB
+    server.enqueue(MockResponse(200, headers={"Content-Encoding": "gzip"}, body=bomb))
+    with make_fast_client(max_body_size=8 << 20) as client:
+
+        def fetch() -> None:
+            with pytest.raises(fastnet.BodyTooLargeError, match="decoded body"):
+                client.get(server.url("/"))
+
+        assert _peak_bytes(fetch) < 24 << 20  # the limit plus one decoded piece, not 64 MiB
+        assert client.connection_pool.connection_count() == 0
+
+
+def test_exchange_gzip_stream_pieces_are_bounded(server: MockServer) -> None:
+    from fastnet._internal.http1.exchange import DECODED_CHUNK
+
+    bomb = gzip.compress(bytes(16 << 20), compresslevel=9)
+    server.enqueue(MockResponse(200, headers={"Content-Encoding": "gzip"}, body=bomb))
+    with make_fast_client() as client, client.stream("GET", server.url("/")) as r:
+        sizes = [len(piece) for piece in r.iter_bytes()]
+    assert sum(sizes) == 16 << 20 and max(sizes) <= DECODED_CHUNK
+
+
+def test_exchange_truncated_gzip_with_matching_length_is_a_protocol_error(server: MockServer) -> None:
+    whole = gzip.compress(b"hello world " * 500)
+    cut = whole[:-12]  # loses the end of the deflate stream and the trailer
+    server.enqueue(MockResponse(200, headers={"Content-Encoding": "gzip"}, body=cut))
+    with make_fast_client() as client:
+        with pytest.raises(fastnet.ProtocolError, match="truncated gzip"):
+            client.get(server.url("/"))
+        assert client.connection_pool.connection_count() == 0
+
+
+def test_exchange_interim_responses_are_capped(server: MockServer) -> None:
+    from fastnet._internal.http1.codec import MAX_INTERIM_RESPONSES
+
+    final = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    server.enqueue(MockResponse(raw=b"HTTP/1.1 102 Processing\r\n\r\n" * MAX_INTERIM_RESPONSES + final))
+    flood = b"HTTP/1.1 102 Processing\r\n\r\n" * (MAX_INTERIM_RESPONSES + 1) + final
+    server.enqueue(MockResponse(raw=flood))
+    with make_fast_client() as client:
+        assert client.get(server.url("/")).content == b"ok"
+        with pytest.raises(fastnet.ProtocolError, match="interim"):
+            client.get(server.url("/"))
+
+
+def test_exchange_unsolicited_101_is_a_protocol_error(server: MockServer) -> None:
+    switch = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n"
+    server.enqueue(MockResponse(raw=switch), MockResponse(raw=switch, policy=CLOSE))
+    with make_fast_client() as client:
+        with pytest.raises(fastnet.ProtocolError, match="unsolicited 101"):
+            client.get(server.url("/"))
+        asked = client.get(server.url("/"), headers={"Connection": "upgrade", "Upgrade": "websocket"})
+        assert asked.status_code == 101
+        assert client.connection_pool.idle_connection_count() == 0  # an upgraded socket is never reused
+
+
+def test_exchange_response_sent_during_an_upload_is_returned(server: MockServer) -> None:
+    """The server answers 413 without reading a large body and closes: the response, not a write error."""
+    server.enqueue(
+        MockResponse(
+            413, headers={"Connection": "close"}, body=b"too big", policy=SocketPolicy.EXPECT_CONTINUE_REJECT
+        )
+    )
+    chunk = b"x" * (1 << 20)
+    with make_fast_client() as client:
+        r = client.post(server.url("/upload"), body=iter([chunk] * 64))
+        assert r.status_code == 413 and r.content == b"too big"
+        assert client.connection_pool.connection_count() == 0
