@@ -6,6 +6,12 @@ exactly the work fastnet does per request: chain, bridge, pool, serialise, parse
 is a profiling aid for the hot path, not a comparison with peers (bench_http.py does that).
 
     python benchmarks/bench_stack.py [--quick] [--headers 40]
+    python benchmarks/bench_stack.py --instructions [--compare-with ../before]
+
+``--instructions`` counts instructions per request with valgrind's callgrind instead of timing: two runs
+of different lengths, the difference divided by the extra requests (so start-up cancels out). The count
+is the same whatever else the machine is doing, which makes it the measure to trust for a small change
+on a shared machine; ``--compare-with TREE`` counts another checkout the same way.
 """
 
 from __future__ import annotations
@@ -15,7 +21,11 @@ import statistics
 import time
 
 import fastnet
-from fastnet._internal.connection.real_connection import RealConnection
+
+try:
+    from fastnet._internal.connection.real_connection import RealConnection
+except ImportError:  # a checkout from before the per-concept split (--compare-with)
+    from fastnet._internal.core import RealConnection  # type: ignore[no-redef]
 
 HEAD = (
     b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Mon, 30 Nov 2026 09:40:05 GMT\r\n"
@@ -50,22 +60,62 @@ class CannedSocket:
         pass
 
 
+def _instructions(tree: str, headers: int) -> float:
+    """Instructions per request of the checkout at ``tree``, counted by callgrind (see the module doc)."""
+    import os
+    import re
+    import subprocess
+    import sys
+    import tempfile
+
+    counts = []
+    for n in (2000, 12000):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "callgrind.out")
+            done = subprocess.run(
+                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
+                 os.path.abspath(__file__), "--loop", str(n), "--headers", str(headers)],
+                env=dict(os.environ, PYTHONPATH=os.path.abspath(tree)), cwd=tmp,
+                capture_output=True, text=True, timeout=600, check=True,
+            )  # fmt: skip
+            found = re.search(r"Collected : (\d+)", done.stderr)
+            if found is None:
+                raise RuntimeError(f"no callgrind total in: {done.stderr[-500:]}")
+            counts.append(int(found.group(1)))
+    return (counts[1] - counts[0]) / 10000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--headers", type=int, default=0, help="extra response headers (W2 uses 40)")
+    parser.add_argument("--instructions", action="store_true", help="count instructions with callgrind")
+    parser.add_argument("--compare-with", action="append", default=[], metavar="TREE")
+    parser.add_argument("--loop", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.instructions:
+        import os
+
+        for tree in [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), *args.compare_with]:
+            per = _instructions(tree, args.headers)
+            print(f"{tree}: {per:,.0f} instructions per request ({args.headers} extra headers)")
+        return
     extra = b"".join(b"X-Header-%02d: value-of-header-%02d\r\n" % (i, i) for i in range(args.headers))
     response = HEAD + extra + b"\r\nok"
     url = "http://127.0.0.1:19080/2b"
     client = fastnet.Client()
     core = client._core
-    address = core.connector.address_of(fastnet.URL(url), None)
+    find = getattr(core.connector, "address_of", None) or core.connector.address_for
+    address = find(fastnet.URL(url), None)
     conn = RealConnection(CannedSocket(response), None, address, False, False)
     core.pool.reserve(address.host, 0.0)
     core.pool.register(conn)
     core.pool.release(conn, True)
     get = client.get
+    if args.loop:  # one run for --instructions
+        for _ in range(args.loop):
+            _ = get(url).content
+        return
     n = 20_000 if args.quick else 200_000
     rounds = []
     for _ in range(3 if args.quick else 7):

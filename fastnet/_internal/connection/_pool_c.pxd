@@ -12,6 +12,7 @@ cdef class RealConnectionPool:
     cdef public dict counts
     cdef public dict live
     cdef public object abandoned
+    cdef public Py_ssize_t discards
     cdef public object lock
     cdef public object cond
 

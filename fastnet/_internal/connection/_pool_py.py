@@ -47,6 +47,7 @@ class RealConnectionPool:
         "counts",
         "live",
         "abandoned",
+        "discards",
         "lock",
         "cond",
     )
@@ -58,6 +59,7 @@ class RealConnectionPool:
     counts: dict[str, int]  # live connections (idle and in use) per host
     live: dict[RealConnection, None]  # every connection counted, idle and in use
     abandoned: deque[RealConnection]  # from collected responses, to forget at the next operation
+    discards: int  # how many ``abandoned`` holds (an int test on the hot path, not a deque's)
     lock: threading.Lock
     cond: threading.Condition
 
@@ -70,13 +72,14 @@ class RealConnectionPool:
         self.counts = {}
         self.live = {}
         self.abandoned = deque()
+        self.discards = 0
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
 
     def acquire(self, address: Address, now: float) -> RealConnection | None:
         """Take the most recently used idle connection for ``address``, or None (``now`` is
         ``time.monotonic()``, which the caller needs too)."""
-        if self.abandoned:
+        if self.discards:
             with self.lock:
                 self._settle()
         stack = self.idle.get(address)
@@ -168,11 +171,13 @@ class RealConnectionPool:
         """A closed connection whose response was collected unread: forgotten at the next operation.
         Safe from a finalizer (no lock)."""
         self.abandoned.append(conn)
+        self.discards += 1
 
     def _settle(self) -> None:
         """Under the lock: forget the connections ``discard_later`` queued."""
         abandoned = self.abandoned
         while abandoned:
+            self.discards -= 1
             self._forget(abandoned.popleft())
 
     def release(self, conn: RealConnection, reusable: bool) -> None:
@@ -182,7 +187,7 @@ class RealConnectionPool:
         lock = self.lock
         lock.acquire()  # the condition's own lock; a plain acquire avoids Condition's Python-level __enter__
         try:
-            if self.abandoned:
+            if self.discards:
                 self._settle()
             if conn in self.order:
                 return  # released twice

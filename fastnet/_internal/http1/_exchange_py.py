@@ -414,6 +414,7 @@ class Exchange(ResponseBodySource):
         events = self.user.events
         if events is not None:
             events.response_body_start(self.user)
+        # (callers test body_started first: the flag, not this call, is on the per-request path)
 
     # -- ending ---------------------------------------------------------------------------------
 
