@@ -22,7 +22,7 @@ import re
 from typing import Any
 from urllib.parse import quote, unquote
 
-__all__ = ["URL", "DEFAULT_PORTS", "mask_password"]
+__all__ = ["URL", "DEFAULT_PORTS", "header_reference", "mask_password"]
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _SCHEME_ALIASES = {"ws": "http", "wss": "https"}
@@ -63,6 +63,24 @@ def mask_password(text: str) -> str:
     if colon < 0:
         return text
     return text[: colon + 1] + "***" + text[at:]
+
+
+def header_reference(value: str) -> str:
+    """A URL reference as a response header carried it (``Location``), ready for :meth:`URL.resolve`.
+
+    Header values are decoded as latin-1, one character per received byte, so the raw UTF-8 of
+    ``/café`` arrives as ``/cafÃ©``; each byte past ASCII is percent-encoded once, as browsers, curl
+    and requests do, which gives ``/caf%C3%A9`` (a host so encoded is decoded again as UTF-8 for IDNA).
+
+    >>> header_reference("/caf\xc3\xa9")
+    '/caf%C3%A9'
+    """
+    if value.isascii():
+        return value
+    # a character past U+00FF is no received byte (a value built in code): its UTF-8 is used
+    return "".join(
+        ch if ch < "\x80" else (f"%{ord(ch):02X}" if ch <= "\xff" else quote(ch, safe="")) for ch in value
+    )
 
 
 def _shown(text: str) -> str:

@@ -231,3 +231,16 @@ def test_url_mask_password() -> None:
     assert mask_password("http://h/a@b") == "http://h/a@b"
     assert mask_password("socks5://u:p@127.0.0.1:1080") == "socks5://u:***@127.0.0.1:1080"
     assert mask_password("not a url") == "not a url"
+
+
+def test_url_header_reference_percent_encodes_each_received_byte_once() -> None:
+    from fastnet.url import header_reference
+
+    raw = "/café?q=é".encode().decode("latin-1")  # what the parser makes of the raw UTF-8 bytes
+    assert header_reference(raw) == "/caf%C3%A9?q=%C3%A9"
+    assert header_reference("/caf\xe9") == "/caf%E9"  # a latin-1 byte stays that byte
+    assert header_reference("/caf%C3%A9") == "/caf%C3%A9" and header_reference("/a b") == "/a b"
+    assert header_reference("/\u20ac") == "/%E2%82%AC"  # no received byte: built in code, UTF-8
+    assert fastnet.URL("http://h/").resolve(header_reference(raw)).target == "/caf%C3%A9?q=%C3%A9"
+    host = "http://bücher.test/".encode().decode("latin-1")
+    assert fastnet.URL("http://h/").resolve(header_reference(host)).host == "xn--bcher-kva.test"
