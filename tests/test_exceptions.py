@@ -241,3 +241,14 @@ def test_exceptions_redirect_hop_failure_names_that_hop(server: MockServer) -> N
         with pytest.raises(fastnet.UnknownHostError) as info:
             client.get(server.url("/start"))
     assert str(info.value.url) == "http://elsewhere.test/next?q=2"
+
+
+def test_exceptions_proxy_refusing_the_tunnel_url(server: MockServer) -> None:
+    server.enqueue(MockResponse(403, body=b"not you"))  # the answer to CONNECT
+    proxy = fastnet.Proxy.http("127.0.0.1", server.port, username="bob", password=SECRET)
+    with make_fast_client(proxy=proxy) as client:
+        with pytest.raises(fastnet.ProxyError) as info:
+            client.get(_with_userinfo("https://origin.test/p?q=1"))
+    _assert_url(info.value, "https://origin.test/p?q=1")
+    assert info.value.phase == "proxy" and info.value.status_code == 403
+    assert server.take_request().method == "CONNECT"
