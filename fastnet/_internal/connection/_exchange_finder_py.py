@@ -270,7 +270,7 @@ class ExchangeFinder:
                     # would lose its self
                     on_overtaken=lambda route, error: connector.record_overtaken(route, error),
                     on_socket=self._set_connecting,
-                    describe=lambda route, target: _dialed(route, target),
+                    describe=_dialed,
                 )
             except (ConnectError, ConnectTimeout) as exc:
                 if not attempts:
