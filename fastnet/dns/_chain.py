@@ -72,7 +72,7 @@ class ChainDns:
             except (ValueError, TypeError):
                 raise
             except Exception as exc:  # noqa: BLE001 - a broken resolver must not end the chain
-                # a NetworkError's message, not str(): that adds "(dns)" inside this message too
+                # the message, not str(): an UnknownHostError adds "(dns)", inside this sentence too
                 failures.append(f"{resolver!r}: {exc.message if isinstance(exc, UnknownHostError) else exc}")
                 continue
             for ip in addresses:
