@@ -31,6 +31,10 @@ Deliberate deviations and limits:
 * Like Chrome, a cookie whose name plus value exceeds 4096 characters is rejected and an attribute
   value longer than 1024 characters is ignored; a name or value containing a control character
   makes the whole cookie invalid (it could never be sent back safely).
+* What goes on the wire is checked twice: ``Cookie(...)`` refuses a name or value that no ``Cookie``
+  header can carry (a control character, CR, LF, ``;``, a character past U+00FF), and
+  :func:`cookie_header` checks every cookie a jar hands back by the same rules, since a jar is any
+  object and may return anything: a bad one raises before the request is written.
 * RFC 6265bis additions (cookie name prefixes, refusing ``Secure`` cookies from plain http) are not
   applied: the rules here are RFC 6265's, as OkHttp's are. ``SameSite`` is parsed and kept for
   callers, but a non-browser client has no "site" to enforce it against.
@@ -72,8 +76,10 @@ _SAME_SITE = {"strict": "Strict", "lax": "Lax", "none": "None"}
 
 # CTL = %x00-1F / %x7F (RFC 5234). Neither a name nor a value may carry one; a name also may not
 # carry "=" or ";" and a value may not carry ";" (they would change how the Cookie header splits).
-_BAD_NAME = re.compile(r"[\x00-\x1f\x7f;=]")
-_BAD_VALUE = re.compile(r"[\x00-\x1f\x7f;]")
+# Nor a character past U+00FF: a header is latin-1 on the wire (one character per byte, which is how a
+# received Set-Cookie is decoded), so such a cookie could never be sent.
+_BAD_NAME = re.compile(r"[\x00-\x1f\x7f;=]|[^\x00-\xff]")
+_BAD_VALUE = re.compile(r"[\x00-\x1f\x7f;]|[^\x00-\xff]")
 _WSP = " \t"
 
 
@@ -105,10 +111,7 @@ class Cookie:
     same_site: str | None = None
 
     def __post_init__(self) -> None:
-        if not self.name or _BAD_NAME.search(self.name) or self.name.strip(_WSP) != self.name:
-            raise ValueError(f"Invalid cookie name {self.name!r}")
-        if _BAD_VALUE.search(self.value):
-            raise ValueError(f"Invalid value for cookie {self.name!r}: control character or ';'")
+        _check_pair(self.name, self.value)
         if not self.domain or self.domain != self.domain.lower():
             raise ValueError(f"Invalid cookie domain {self.domain!r}: must be a non-empty lowercase host")
         if not self.path.startswith("/"):
@@ -369,8 +372,36 @@ def cookie_header(cookies: Iterable[Cookie]) -> str:
 
     >>> cookie_header([Cookie("a", "1", "example.com"), Cookie("b", "", "example.com")])
     'a=1; b='
+
+    A cookie ``Cookie(...)`` would refuse (CR, LF, any control character, ``;``, a character past
+    U+00FF) raises ``ValueError``, naming the cookie but not its value; a non-cookie ``TypeError``.
     """
-    return "; ".join(f"{c.name}={c.value}" for c in cookies)
+    parts = []
+    for cookie in cookies:
+        try:
+            name, value = cookie.name, cookie.value
+        except AttributeError:
+            raise TypeError(f"a cookie must be a Cookie, not {type(cookie).__name__}") from None
+        _check_pair(name, value)  # a jar is any object: what it returns is checked like a new Cookie
+        parts.append(f"{name}={value}")
+    return "; ".join(parts)
+
+
+def _check_pair(name: object, value: object) -> None:
+    """Raise unless ``name=value`` can go into a ``Cookie`` header as it is. The value is never quoted:
+    it is usually a credential."""
+    if not isinstance(name, str):
+        raise TypeError(f"cookie name must be a str, not {type(name).__name__}")
+    if not name or _BAD_NAME.search(name) or name.strip(_WSP) != name:
+        raise ValueError(f"Invalid cookie name {name!r}")
+    if not isinstance(value, str):
+        raise TypeError(f"value of cookie {name!r} must be a str, not {type(value).__name__}")
+    bad = _BAD_VALUE.search(value)
+    if bad is not None:
+        raise ValueError(
+            f"Invalid value for cookie {name!r}: character {ord(bad.group()):#04x} at {bad.start()}"
+            " (a control character, ';' or past U+00FF cannot be sent)"
+        )
 
 
 # -- jars -------------------------------------------------------------------------------------------

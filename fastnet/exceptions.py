@@ -5,6 +5,10 @@ Non-2xx statuses are responses, not errors. Failures to talk to a server raise s
 predates fastnet. Every class can be built from a message alone so users can raise them from their own
 ``Dns``, interceptors and tests; the call fills in ``url`` and ``phase`` when it knows them.
 
+``url`` drops the URL's user-info whoever sets it (the constructor, ``_locate`` or an assignment): it is
+the request's URL, path, query and fragment kept, so an error can be logged, pickled or shown without
+leaking a password. ``str()`` shows ``URL.redacted()`` (no query either); ``args`` is the message alone.
+
     NetworkError (OSError)
     ├── ConnectError (ConnectionError)       every route failed; ``attempts`` lists (route, error)
     │   └── RouteError                        a route that cannot be tried (port out of range, ...)
@@ -30,6 +34,8 @@ from __future__ import annotations
 
 import builtins
 from typing import Any
+
+from fastnet.url import URL, mask_password
 
 __all__ = [
     "BodyTooLargeError",
@@ -73,6 +79,15 @@ class NetworkError(FastnetError, OSError):
         self.phase = phase
         self.recovered: list[BaseException] = []
 
+    @property
+    def url(self) -> Any:
+        """The URL being fetched, without user-info; ``None`` when unknown."""
+        return self._url
+
+    @url.setter
+    def url(self, value: Any) -> None:
+        self._url = _without_userinfo(value)
+
     def __str__(self) -> str:
         text = self.message
         if self.url is not None or self.phase is not None:
@@ -91,6 +106,22 @@ class NetworkError(FastnetError, OSError):
         if self.phase is None:
             self.phase = phase
         return self
+
+
+def _without_userinfo(url: Any) -> Any:
+    """``url`` without its user-info: a URL stays a URL, text stays text (masked when it does not parse)."""
+    if isinstance(url, URL):
+        if url.username or url.password:
+            return url.replace(username="", password="")
+        return url
+    if isinstance(url, str):
+        try:
+            parsed = URL(url)
+        except ValueError:
+            return mask_password(url)
+        if parsed.username or parsed.password:
+            return str(parsed.replace(username="", password=""))
+    return url
 
 
 def _redact(url: Any) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote
 
-from fastnet.url import URL
+from fastnet.url import URL, mask_password
 
 __all__ = ["EnvProxySelector", "NullProxySelector", "Proxy", "ProxySelector", "ProxyType"]
 
@@ -255,11 +255,11 @@ class Proxy:
         else:
             scheme, rest = "http", text
         if scheme not in _DEFAULT_PORTS:
-            raise ValueError(f"unsupported proxy scheme {scheme!r} in {_redact_url(text)!r}")
+            raise ValueError(f"unsupported proxy scheme {scheme!r} in {mask_password(text)!r}")
         if rest.endswith("/"):
             rest = rest[:-1]
         if any(ch in rest for ch in "/?#") or not rest:
-            raise ValueError(f"invalid proxy URL {_redact_url(text)!r}: expected scheme://host:port")
+            raise ValueError(f"invalid proxy URL {mask_password(text)!r}: expected scheme://host:port")
         username = password = None
         if "@" in rest:
             userinfo, _, rest = rest.rpartition("@")
@@ -269,21 +269,21 @@ class Proxy:
         if rest.startswith("["):
             end = rest.find("]")
             if end < 0:
-                raise ValueError(f"invalid proxy URL {_redact_url(text)!r}: unterminated IPv6 literal")
+                raise ValueError(f"invalid proxy URL {mask_password(text)!r}: unterminated IPv6 literal")
             host, port_part = rest[: end + 1], rest[end + 1 :]
             if port_part and not port_part.startswith(":"):
-                raise ValueError(f"invalid proxy URL {_redact_url(text)!r}: junk after the IPv6 literal")
+                raise ValueError(f"invalid proxy URL {mask_password(text)!r}: junk after the IPv6 literal")
             port_text = port_part[1:] if port_part else ""
         else:
             host, _, port_text = rest.partition(":")
         if port_text:
             if not (port_text.isascii() and port_text.isdigit()):
-                raise ValueError(f"invalid proxy port {port_text!r} in {_redact_url(text)!r}")
+                raise ValueError(f"invalid proxy port {port_text!r} in {mask_password(text)!r}")
             port = int(port_text)
         else:
             port = _DEFAULT_PORTS[scheme]
         if not 1 <= port <= 65535:
-            raise ValueError(f"proxy port {port} is out of range 1-65535 in {_redact_url(text)!r}")
+            raise ValueError(f"proxy port {port} is out of range 1-65535 in {mask_password(text)!r}")
         if scheme in ("http", "https"):
             return cls(
                 ProxyType.HTTP, host, port, username=username, password=password, tls=scheme == "https"
@@ -392,18 +392,6 @@ def _rebuild(
         socks_version=version,
         remote_dns=remote_dns,
     )
-
-
-def _redact_url(text: str) -> str:
-    """A proxy URL with its password replaced, for error messages."""
-    scheme, sep, rest = text.partition("://")
-    if not sep:
-        scheme, rest = "", text
-    if "@" in rest:
-        userinfo, _, hostport = rest.rpartition("@")
-        user = userinfo.partition(":")[0]
-        rest = f"{user}:***@{hostport}" if ":" in userinfo else f"{user}@{hostport}"
-    return f"{scheme}{sep}{rest}"
 
 
 Proxy.NO_PROXY = Proxy(ProxyType.DIRECT)

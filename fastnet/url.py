@@ -8,6 +8,9 @@ raises ``ValueError``) and lenient about what browsers fix silently (spaces and 
 and query are percent-encoded). Parsed URLs are cached by their text, which saves about a
 microsecond per request for the crawler's common case of fetching the same URLs repeatedly.
 
+A password never leaves this module in text meant for people: ``repr()`` and every ``ValueError``
+show it as ``***`` (:func:`mask_password`); only ``str()``, the URL's value, keeps it.
+
 Grammar (RFC 3986 §3):  URI = scheme ":" "//" authority path-abempty [ "?" query ] [ "#" fragment ]
                          authority = [ userinfo "@" ] host [ ":" port ]
 """
@@ -15,10 +18,11 @@ Grammar (RFC 3986 §3):  URI = scheme ":" "//" authority path-abempty [ "?" quer
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Any
 from urllib.parse import quote, unquote
 
-__all__ = ["URL", "DEFAULT_PORTS"]
+__all__ = ["URL", "DEFAULT_PORTS", "header_reference", "mask_password"]
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _SCHEME_ALIASES = {"ws": "http", "wss": "https"}
@@ -35,16 +39,65 @@ _cache: dict[str, URL] = {}
 _CACHE_MAX = 4096
 
 
+# Where a URL's user-info may start: after "scheme:" and any slashes (or after leading slashes alone).
+_AUTHORITY_START = re.compile(r"\s*(?:[A-Za-z][A-Za-z0-9+.\-]*:)?[/\\]*")
+
+
+def mask_password(text: str) -> str:
+    """``text`` with the password of its user-info replaced by ``***``: for messages about a URL that
+    may not even parse.
+
+    >>> mask_password("http://alice:s3cret@h:99999/")
+    'http://alice:***@h:99999/'
+
+    Deliberately loose: the user-info runs to the *last* ``@``, whatever comes between, so a password
+    holding a raw ``/``, ``?`` or ``#`` (which makes the URL unparsable) is hidden too. For a URL that
+    does parse, ``repr(URL(...))`` shows exactly its parts.
+    """
+    match = _AUTHORITY_START.match(text)
+    start = match.end() if match is not None else 0
+    at = text.rfind("@", start)
+    if at < 0:
+        return text
+    colon = text.find(":", start, at)
+    if colon < 0:
+        return text
+    return text[: colon + 1] + "***" + text[at:]
+
+
+def header_reference(value: str) -> str:
+    """A URL reference as a response header carried it (``Location``), ready for :meth:`URL.resolve`.
+
+    Header values are decoded as latin-1, one character per received byte, so the raw UTF-8 of
+    ``/café`` arrives as ``/cafÃ©``; each byte past ASCII is percent-encoded once, as browsers, curl
+    and requests do, which gives ``/caf%C3%A9`` (a host so encoded is decoded again as UTF-8 for IDNA).
+
+    >>> header_reference("/caf\xc3\xa9")
+    '/caf%C3%A9'
+    """
+    if value.isascii():
+        return value
+    # a character past U+00FF is no received byte (a value built in code): its UTF-8 is used
+    return "".join(
+        ch if ch < "\x80" else (f"%{ord(ch):02X}" if ch <= "\xff" else quote(ch, safe="")) for ch in value
+    )
+
+
+def _shown(text: str) -> str:
+    """``text`` as a ``ValueError`` quotes it: password masked, then at most 200 characters."""
+    return mask_password(text)[:200]
+
+
 def _check_controls(text: str, what: str) -> None:
     for i, ch in enumerate(text):
         if ch < " " or ch == "\x7f":
-            raise ValueError(f"Invalid {what}: control character {ch!r} at index {i} in {text[:200]!r}")
+            raise ValueError(f"Invalid {what}: control character {ch!r} at index {i} in {_shown(text)!r}")
 
 
 def _encode_host(host: str, text: str) -> str:
     """Validate and normalise a host: IPv6 literal (without brackets), IPv4, or an IDNA name."""
     if not host:
-        raise ValueError(f"Invalid URL: no host in {text[:200]!r}")
+        raise ValueError(f"Invalid URL: no host in {_shown(text)!r}")
     if host[0] == "[":
         if host[-1] != "]":
             raise ValueError(f"Invalid URL host {host!r}: unterminated IPv6 literal")
@@ -110,7 +163,7 @@ class URL:
     >>> str(u.resolve("../x"))
     'https://user:pw@example.com:8443/x'
 
-    Bad URLs raise ``ValueError`` naming the problem.
+    Bad URLs raise ``ValueError`` naming the problem; neither it nor ``repr()`` shows a password.
     """
 
     __slots__ = (
@@ -171,16 +224,16 @@ class URL:
         _check_controls(stripped, "URL")
         colon = stripped.find(":")
         if colon <= 0:
-            raise ValueError(f"Invalid URL {text[:200]!r}: no scheme (expected http:// or https://)")
+            raise ValueError(f"Invalid URL {_shown(text)!r}: no scheme (expected http:// or https://)")
         scheme = stripped[:colon].lower()
         scheme = _SCHEME_ALIASES.get(scheme, scheme)
         if scheme not in DEFAULT_PORTS:
             raise ValueError(
-                f"Unsupported URL scheme {stripped[:colon]!r} in {text[:200]!r}: expected 'http' or 'https'"
+                f"Unsupported URL scheme {stripped[:colon]!r} in {_shown(text)!r}: expected 'http' or 'https'"
             )
         rest = stripped[colon + 1 :].replace("\\", "/")
         if not rest.startswith("//"):
-            raise ValueError(f"Invalid URL {text[:200]!r}: expected '//' after '{scheme}:'")
+            raise ValueError(f"Invalid URL {_shown(text)!r}: expected '//' after '{scheme}:'")
         rest = rest[2:]
         fragment = None
         hash_at = rest.find("#")
@@ -206,20 +259,22 @@ class URL:
         if authority.startswith("["):
             end = authority.find("]")
             if end < 0:
-                raise ValueError(f"Invalid URL {text[:200]!r}: unterminated IPv6 literal")
+                raise ValueError(f"Invalid URL {_shown(text)!r}: unterminated IPv6 literal")
             host_part, port_part = authority[: end + 1], authority[end + 1 :]
             if port_part and not port_part.startswith(":"):
-                raise ValueError(f"Invalid URL {text[:200]!r}: junk after IPv6 literal")
+                raise ValueError(f"Invalid URL {_shown(text)!r}: junk after IPv6 literal")
             port_text = port_part[1:] if port_part else None
         else:
             host_part, sep, port_text_ = authority.partition(":")
             port_text = port_text_ if sep else None
         if port_text:
+            # the port is not quoted on its own: when a password holds a raw "#", "?" or "/", what the
+            # parser takes for the port is the start of that password
             if not port_text.isdigit() or not port_text.isascii():
-                raise ValueError(f"Invalid URL port {port_text!r} in {text[:200]!r}")
+                raise ValueError(f"Invalid URL port in {_shown(text)!r}: not a number")
             port = int(port_text)
             if not 0 < port < 65536:
-                raise ValueError(f"Invalid URL port {port_text!r} in {text[:200]!r}: must be 1-65535")
+                raise ValueError(f"Invalid URL port in {_shown(text)!r}: must be 1-65535")
         else:
             port = DEFAULT_PORTS[scheme]
         self.scheme = scheme
@@ -360,7 +415,12 @@ class URL:
         return text
 
     def __repr__(self) -> str:
-        return f"URL({str(self)!r})"
+        if not self.password:
+            return f"URL({str(self)!r})"
+        text = f"{self.scheme}://{quote(self.username, safe='')}:***@{self.host_header}{self.target}"
+        if self.fragment is not None:
+            text += "#" + self.fragment
+        return f"URL({text!r})"
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, str):

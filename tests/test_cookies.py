@@ -424,6 +424,11 @@ def test_cookie_is_immutable_and_hashable() -> None:
         {"name": " a", "value": "1", "domain": "example.com"},
         {"name": "a", "value": "1\r\nX-Evil: 1", "domain": "example.com"},
         {"name": "a", "value": "1;b=2", "domain": "example.com"},
+        {"name": "a", "value": "x\u2028y", "domain": "example.com"},  # not latin-1: no header can carry it
+        {"name": "a", "value": "\u20ac", "domain": "example.com"},
+        {"name": "\u00e9\u2028", "value": "1", "domain": "example.com"},
+        {"name": "a", "value": "x\x7fy", "domain": "example.com"},
+        {"name": "a", "value": "x\ty", "domain": "example.com"},
         {"name": "a", "value": "1", "domain": ""},
         {"name": "a", "value": "1", "domain": "Example.com"},
         {"name": "a", "value": "1", "domain": "example.com", "path": "relative"},
@@ -432,6 +437,47 @@ def test_cookie_is_immutable_and_hashable() -> None:
 def test_cookie_rejects_invalid_fields(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         Cookie(**kwargs)
+
+
+def test_cookie_latin1_value_is_accepted() -> None:
+    # what parse_set_cookie makes of the bytes a server sent (one character per byte) goes back as is
+    assert Cookie("a", "caf\u00e9", "example.com").value == "caf\u00e9"
+
+
+class _Impostor:
+    """What a hostile jar may hand back: any object with ``name`` and ``value``."""
+
+    def __init__(self, name: Any, value: Any) -> None:
+        self.name = name
+        self.value = value
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("a", "1\r\nX-Evil: 1"),
+        ("a", "1\nX-Evil: 1"),
+        ("a", "x\u2028y"),
+        ("a", "1; b=2"),
+        ("a\r\nX-Evil", "1"),
+        ("a=b", "1"),
+        ("", "1"),
+        ("a", 1),
+        (None, "1"),
+    ],
+)
+def test_cookie_header_rejects_what_cannot_be_sent(name: Any, value: Any) -> None:
+    with pytest.raises((ValueError, TypeError)) as info:
+        cookie_header([Cookie("ok", "1", "example.com"), _Impostor(name, value)])  # type: ignore[list-item]
+    if isinstance(value, str) and "\n" in value:
+        assert "X-Evil" not in str(info.value)  # a cookie value is a credential: never quoted
+
+
+def test_cookie_header_rejects_a_cookie_changed_after_construction() -> None:
+    cookie = Cookie("sid", "1", "example.com")
+    object.__setattr__(cookie, "value", "1\r\nX-Evil: 1")
+    with pytest.raises(ValueError, match="sid"):
+        cookie_header([cookie])
 
 
 def test_cookie_repr_hides_value() -> None:

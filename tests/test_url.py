@@ -177,3 +177,70 @@ def test_url_bad_urls_raise_value_error_naming_the_problem(text: str, problem: s
 def test_url_non_string_is_type_error() -> None:
     with pytest.raises(TypeError):
         fastnet.URL(b"http://h/")  # type: ignore[arg-type]
+
+
+def test_url_repr_masks_the_password() -> None:
+    u = fastnet.URL("http://alice:s3cret@h:8080/p?q=1#f")
+    assert repr(u) == "URL('http://alice:***@h:8080/p?q=1#f')"
+    assert "s3cret" not in repr(u) and str(u) == "http://alice:s3cret@h:8080/p?q=1#f"
+    assert repr(fastnet.URL("http://alice@h/")) == "URL('http://alice@h/')"
+    assert repr(fastnet.URL("http://h/")) == "URL('http://h/')"
+    assert "s3cret" not in repr([u])  # what containers, logs and tracebacks show
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "http://alice:s3cret@h:99999/",
+        "http://alice:s3cret@h:0/",
+        "http://alice:s3cret@h:x/",
+        "http://alice:s3cret@[::1/",
+        "http://alice:s3cret@[zz::1]/",
+        "http://alice:s3cret@/x",
+        "http://alice:s3cret@a..b/",
+        "http://alice:s3cret@h\x00/",
+        "http://alice:s3\r\ncret@h/",
+        "ftp://alice:s3cret@h/",
+        "http:alice:s3cret@h/",
+        "http://alice:s3c#ret@h/",  # an unencoded "#" in the password: the parser reads port "s3c"
+        "http://alice:s3c/ret@h/",  # an unencoded "/": the parser reads port "s3c"
+        "http://alice:s3c?ret@h/",
+        "http://alice:" + "s3cret" * 60 + "@h:99999/",  # past the 200 characters a message shows
+    ],
+)
+def test_url_value_errors_never_show_the_password(text: str) -> None:
+    with pytest.raises(ValueError) as info:
+        fastnet.URL(text)
+    message = str(info.value)
+    assert "s3c" not in message and "ret@" not in message
+
+
+def test_url_resolve_errors_never_show_the_password() -> None:
+    base = fastnet.URL("http://alice:s3cret@h/dir/")
+    for reference in ("//bob:s3cret@h:99999/", "x\r\ny", "ftp://bob:s3cret@h/", "http://bob:s3cret@[::1/"):
+        with pytest.raises(ValueError) as info:
+            base.resolve(reference)
+        assert "s3cret" not in str(info.value)
+
+
+def test_url_mask_password() -> None:
+    from fastnet.url import mask_password
+
+    assert mask_password("http://alice:pw@h/") == "http://alice:***@h/"
+    assert mask_password("http://alice@h/") == "http://alice@h/"
+    assert mask_password("http://h/a@b") == "http://h/a@b"
+    assert mask_password("socks5://u:p@127.0.0.1:1080") == "socks5://u:***@127.0.0.1:1080"
+    assert mask_password("not a url") == "not a url"
+
+
+def test_url_header_reference_percent_encodes_each_received_byte_once() -> None:
+    from fastnet.url import header_reference
+
+    raw = "/café?q=é".encode().decode("latin-1")  # what the parser makes of the raw UTF-8 bytes
+    assert header_reference(raw) == "/caf%C3%A9?q=%C3%A9"
+    assert header_reference("/caf\xe9") == "/caf%E9"  # a latin-1 byte stays that byte
+    assert header_reference("/caf%C3%A9") == "/caf%C3%A9" and header_reference("/a b") == "/a b"
+    assert header_reference("/\u20ac") == "/%E2%82%AC"  # no received byte: built in code, UTF-8
+    assert fastnet.URL("http://h/").resolve(header_reference(raw)).target == "/caf%C3%A9?q=%C3%A9"
+    host = "http://bücher.test/".encode().decode("latin-1")
+    assert fastnet.URL("http://h/").resolve(header_reference(host)).host == "xn--bcher-kva.test"

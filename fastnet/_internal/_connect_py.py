@@ -2,7 +2,8 @@
 
 Everything below this interceptor in the chain (network interceptors, CallServer) has a connection:
 ``chain.exchange`` is set, and ``chain.connection`` is the ``RealConnection``. Finding the connection is
-the exchange finder's job (``connection/exchange_finder.py``): the pool first, then routes.
+the exchange finder's job (``connection/exchange_finder.py``): the pool first, then routes. The layers
+below know the address, not the request: a DNS, connect, proxy or TLS failure gets this hop's URL here.
 
 Pure-Python twin of the compiled ``_connect_c``; import both through ``fastnet._internal.connect``.
 """
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 from fastnet._internal.chain import InternalInterceptor
 from fastnet._internal.connection.exchange_finder import find_connection
 from fastnet._internal.http1.exchange import new_exchange
+from fastnet.exceptions import NetworkError
 
 if TYPE_CHECKING:
     from fastnet._internal.chain import RealInterceptorChain
@@ -41,7 +43,13 @@ class ConnectInterceptor(InternalInterceptor):
                 "cannot make a new request because the previous response is still open: "
                 "please call response.close()"
             )
-        connection = find_connection(self.connector, call, request, chain.connect_timeout, chain.read_timeout)
+        try:
+            connection = find_connection(
+                self.connector, call, request, chain.connect_timeout, chain.read_timeout
+            )
+        except NetworkError as exc:
+            exc._locate(request.url, None)  # this hop's URL (a redirect's, not the call's first)
+            raise
         exchange = new_exchange(call, connection, request)
         call.exchange = exchange
         connection.set_timeouts(chain.read_timeout, chain.write_timeout)

@@ -15,7 +15,8 @@ reach the caller unchanged; the response is closed first so its connection is re
 Follow-up rules (OkHttp's, except where the README's table of deliberate differences says otherwise):
 
 * **Redirects** follow ``follow_redirects`` (the per-call override from ``chain.with_follow_redirects``
-  wins) and, when the scheme changes, ``follow_ssl_redirects``. ``Location`` (the last one) is resolved
+  wins) and, when the scheme changes, ``follow_ssl_redirects``. ``Location`` (the last one, its bytes
+  past ASCII percent-encoded once: raw UTF-8 ``/café`` is requested as ``/caf%C3%A9``) is resolved
   against the current hop's URL; an empty one, one that does not parse, or one with a scheme other than
   http/https (``file:``, ``javascript:``, ``ftp:``...) is no redirect: the 3xx is returned.
   300-303 turn a request with a body into a body-less GET (dropping Content-Length, Content-Type and
@@ -46,6 +47,7 @@ from fastnet._internal.chain import InternalInterceptor
 from fastnet.exceptions import NetworkError, ProtocolError, TimeoutError, TlsVerificationError
 from fastnet.proxy import ProxyType
 from fastnet.request import Request
+from fastnet.url import header_reference
 
 if TYPE_CHECKING:
     from fastnet._internal.chain import RealInterceptorChain
@@ -295,7 +297,7 @@ def build_redirect(
             return None  # file:, javascript:, data:, ftp:, ws: ... are never followed
     old_url = request.url
     try:
-        url = old_url.resolve(location)
+        url = old_url.resolve(header_reference(location))  # raw UTF-8 bytes: percent-encoded once
     except (ValueError, TypeError, UnicodeError):
         return None
     if url.scheme != old_url.scheme and not client.follow_ssl_redirects:

@@ -24,4 +24,3 @@ cdef class RouteSelector:
     cpdef bint has_next(self)
     cdef list _routes_for(self, object proxy)
     cdef list _resolve(self, str host)
-    cdef object _safe_url(self)

@@ -76,6 +76,8 @@ class RouteSelector:
     raised by ``next()`` (never by the constructor or ``has_next()``): a failing proxy selector as
     :class:`~fastnet.exceptions.ProxyError`, a bad port as :class:`~fastnet.exceptions.RouteError`,
     DNS failures as they come; after a DNS failure for one proxy, selection continues with the next.
+    Errors carry no ``url``: the selector knows the address, not the request, whose URL the connect
+    step fills in.
     """
 
     __slots__ = (
@@ -157,24 +159,20 @@ class RouteSelector:
         try:
             answer = selector.select(url)
         except Exception as exc:
-            raise ProxyError(
-                f"proxy selector {selector!r} failed for {url.redacted()}: {exc!r}", url=url
-            ) from exc
+            raise ProxyError(f"proxy selector {selector!r} failed for {url.redacted()}: {exc!r}") from exc
         if answer is None:
             return [_DIRECT]
         if isinstance(answer, (str, bytes, Proxy)) or not isinstance(answer, (list, tuple)):
             raise ProxyError(
                 f"proxy selector {selector!r} returned {answer!r} for {url.redacted()};"
-                " expected a list of Proxy",
-                url=url,
+                " expected a list of Proxy"
             )
         proxies: list[Proxy] = []
         for item in answer:
             if not isinstance(item, Proxy):
                 raise ProxyError(
                     f"proxy selector {selector!r} returned {item!r} in its list for {url.redacted()};"
-                    " expected Proxy objects",
-                    url=url,
+                    " expected Proxy objects"
                 )
             proxies.append(item)
         if not proxies:
@@ -228,7 +226,7 @@ class RouteSelector:
             host = address.host
             port = address.port
         if port < 1 or port > 65535:
-            raise RouteError(f"No route to {host}:{port}; port is out of range", url=self._safe_url())
+            raise RouteError(f"No route to {host}:{port}; port is out of range")
         ips: list[Any]
         if (proxy.is_socks and proxy.remote_dns) or is_ip_literal(host):
             ips = [host]
@@ -260,17 +258,10 @@ class RouteSelector:
                 else:
                     ips.append(str(item))
         if not ips:
-            raise UnknownHostError(
-                f"{self._dns} returned no addresses for {host}", url=self._safe_url(), phase="dns"
-            )
+            raise UnknownHostError(f"{self._dns} returned no addresses for {host}", phase="dns")
         if self._dns_end is not None:
             self._dns_end(host, list(ips))
         return ips
-
-    def _safe_url(self) -> Any:
-        if 1 <= self.address.port <= 65535:
-            return self.address.url
-        return None
 
     def __repr__(self) -> str:
         return f"<RouteSelector {self.address!r} proxies={self._proxies!r} next={self._next_proxy}>"

@@ -8,6 +8,7 @@ cdef class _Entry:
     cdef public double expires
     cdef public double stale_until
     cdef public object error
+    cdef public object cause
 
 
 cdef class DnsCache:
@@ -33,7 +34,7 @@ cdef class DnsCache:
     cpdef put(self, str host, object addresses, object ttl=*)
 
     @cython.locals(seconds=double, now=double, old=_Entry)
-    cpdef put_negative(self, str host, str reason, object ttl=*)
+    cpdef put_negative(self, str host, str reason, object ttl=*, object cause=*)
     cdef _store(self, str host, _Entry entry)
     cpdef invalidate(self, str host)
     cpdef clear(self)
@@ -71,7 +72,7 @@ cdef class CachingDns:
     cdef dict _flights
     cdef object _lock
 
-    @cython.locals(entry=_Entry)
+    @cython.locals(entry=_Entry, error=object)
     cpdef list lookup(self, str hostname)
     cdef list _miss(self, str hostname)
 

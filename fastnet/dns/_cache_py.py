@@ -4,8 +4,10 @@ Theory of operation
 -------------------
 ``DnsCache`` maps a host name to an entry: the addresses (a tuple), the monotonic time the entry stops
 being fresh, the time it may no longer be served even as a last resort (stale-if-error), and for
-negative entries the reason the name did not resolve. Entries live in an ``OrderedDict`` kept in LRU
-order; the least recently used entry is evicted when ``max_entries`` would be exceeded.
+negative entries the reason the name did not resolve and a copy of its cause without the traceback (a
+cached failure reads like the first, and keeps no frames of the failed call alive). Entries live in an
+``OrderedDict`` kept in LRU order; the least recently used entry is evicted when ``max_entries`` would be
+exceeded.
 
 Reads take no lock: a hit is one dict lookup, one ``move_to_end`` and a tuple-to-list copy, each atomic
 under the GIL; a concurrent eviction of the same key only costs the hit its LRU bump. Writes and
@@ -29,6 +31,7 @@ compiles this source under the name ``_cache_c``.
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections import OrderedDict
@@ -49,15 +52,19 @@ _monotonic = time.monotonic
 
 
 class _Entry:
-    """One cached answer: addresses (empty for a negative entry), freshness and stale deadline."""
+    """One cached answer: addresses (empty for a negative entry), freshness and stale deadline; for a
+    negative entry the reason and the cause of the failure."""
 
-    __slots__ = ("addresses", "expires", "stale_until", "error")
+    __slots__ = ("addresses", "expires", "stale_until", "error", "cause")
 
-    def __init__(self, addresses: tuple[str, ...], expires: float, stale_until: float, error: Any) -> None:
+    def __init__(
+        self, addresses: tuple[str, ...], expires: float, stale_until: float, error: Any, cause: Any = None
+    ) -> None:
         self.addresses = addresses
         self.expires = expires
         self.stale_until = stale_until
         self.error = error
+        self.cause = cause
 
 
 class DnsCache:
@@ -135,10 +142,11 @@ class DnsCache:
         now = _monotonic()
         self._store(host, _Entry(items, now + seconds, now + seconds + self.stale_ttl, None))
 
-    def put_negative(self, host: str, reason: str, ttl: Any = None) -> None:
+    def put_negative(self, host: str, reason: str, ttl: Any = None, cause: Any = None) -> None:
         """Remember for ``ttl`` seconds (``negative_ttl`` when ``None``) that ``host`` did not resolve.
 
-        A positive entry still inside its stale window is kept rather than overwritten.
+        ``cause``, when given, becomes the ``__cause__`` of the error a hit raises (store a copy without
+        a traceback). A positive entry still inside its stale window is kept rather than overwritten.
         """
         seconds = self.negative_ttl if ttl is None else float(ttl)
         if seconds <= 0:
@@ -148,7 +156,7 @@ class DnsCache:
             old = self._entries.get(host)
             if old is not None and old.error is None and old.stale_until > now:
                 return
-        self._store(host, _Entry((), now + seconds, now + seconds, reason))
+        self._store(host, _Entry((), now + seconds, now + seconds, reason, cause))
 
     def _store(self, host: str, entry: _Entry) -> None:
         with self._lock:
@@ -357,7 +365,10 @@ class CachingDns:
         if entry is not None and entry.expires > _monotonic():
             if entry.error is None:
                 return list(entry.addresses)
-            raise UnknownHostError(str(entry.error), phase="dns")
+            error = UnknownHostError(str(entry.error), phase="dns")
+            if entry.cause is not None:
+                error.__cause__ = entry.cause
+            raise error
         return self._miss(hostname)
 
     def _miss(self, hostname: str) -> list[str]:
@@ -400,7 +411,8 @@ class CachingDns:
             if stale is not None:
                 return stale
             if isinstance(exc, UnknownHostError):
-                cache.put_negative(hostname, str(exc))
+                # the message, not str(exc): that adds "(dns)", and the cached error adds it again
+                cache.put_negative(hostname, exc.message, None, _detached(exc.__cause__))
             raise
         if not addresses:
             stale = cache.get_stale(hostname)
@@ -451,6 +463,16 @@ class CachingDns:
 
     def __repr__(self) -> str:
         return f"CachingDns({self.inner!r}, {self.cache!r})"
+
+
+def _detached(error: Any) -> Any:
+    """A copy of ``error`` without traceback, cause or context (``None`` if it cannot be copied)."""
+    if error is None:
+        return None
+    try:
+        return copy.copy(error)
+    except Exception:  # noqa: BLE001 - an exception whose constructor wants other arguments
+        return None
 
 
 def _copy_error(error: BaseException) -> BaseException:

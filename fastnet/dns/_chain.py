@@ -72,7 +72,8 @@ class ChainDns:
             except (ValueError, TypeError):
                 raise
             except Exception as exc:  # noqa: BLE001 - a broken resolver must not end the chain
-                failures.append(f"{resolver!r}: {exc}")
+                # the message, not str(): an UnknownHostError adds "(dns)", inside this sentence too
+                failures.append(f"{resolver!r}: {exc.message if isinstance(exc, UnknownHostError) else exc}")
                 continue
             for ip in addresses:
                 if ip not in seen:

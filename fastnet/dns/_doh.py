@@ -8,6 +8,11 @@ both. Responses are checked before anything is believed: HTTP status 200, the ri
 most 65 535 bytes, a DNS message (or JSON document) that answers the question asked. Answers follow
 CNAME chains from the question name; records about other names are ignored.
 
+The 65 535-byte bound holds for what is read, not only for what is parsed: a request asks for
+``Accept-Encoding: identity``, the body is streamed and the call abandoned (never drained) as soon as
+it passes the bound, and a gzip body sent anyway is inflated at most that far (:func:`read_answer`).
+The resolver's URL may carry user-info; ``repr()`` and every error show it without.
+
 The parsing functions take plain values (status, content type, body) so they are testable without a
 network: :func:`parse_message_response` and :func:`parse_json_response`.
 """
@@ -18,6 +23,7 @@ import base64
 import ipaddress
 import json
 import threading
+import zlib
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -35,6 +41,7 @@ from fastnet.dns._wire import (
     unknown_host,
 )
 from fastnet.exceptions import UnknownHostError
+from fastnet.request import Request
 from fastnet.url import URL
 
 __all__ = [
@@ -44,6 +51,7 @@ __all__ = [
     "build_json_url",
     "parse_json_response",
     "parse_message_response",
+    "read_answer",
 ]
 
 MESSAGE_TYPE = "application/dns-message"
@@ -94,6 +102,44 @@ def _check_http(status: int, content_type: str | None, body: bytes, accepted: tu
         raise AnswerError(f"DoH server answered with content type {content_type!r}, wanted {accepted[0]}")
     if len(body) > MAX_RESPONSE:
         raise AnswerError(f"DoH response of {len(body)} bytes exceeds {MAX_RESPONSE}")
+
+
+def read_answer(response: Any) -> bytes:
+    """The body of ``response``, read as it arrives and never past :data:`MAX_RESPONSE` bytes, as
+    received or as decoded: :class:`AnswerError` as soon as it would be longer.
+
+    A ``gzip`` body (sent though identity was asked for) is inflated at most that far; a truncated one
+    and any other ``Content-Encoding`` are bad answers.
+    """
+    encoding = _media_type(response.headers.get("content-encoding")) or "identity"
+    inflater: Any = None
+    if encoding in ("gzip", "x-gzip"):
+        inflater = zlib.decompressobj(31)
+    elif encoding != "identity":
+        raise AnswerError(f"DoH server answered with Content-Encoding {encoding!r}")
+    declared = response.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_RESPONSE:
+        raise AnswerError(f"DoH response of {int(declared)} bytes exceeds {MAX_RESPONSE}")
+    too_long = f"DoH response exceeds {MAX_RESPONSE} bytes"
+    received = 0
+    size = 0
+    parts: list[bytes] = []
+    for data in response.iter_bytes():
+        received += len(data)
+        if received > MAX_RESPONSE:
+            raise AnswerError(too_long)
+        if inflater is not None:
+            try:
+                data = inflater.decompress(data, MAX_RESPONSE + 1 - size)  # one byte past: "too long"
+            except zlib.error:
+                raise AnswerError("malformed gzip answer from DoH server") from None
+        size += len(data)
+        if size > MAX_RESPONSE:
+            raise AnswerError(too_long)
+        parts.append(data)
+    if inflater is not None and not inflater.eof:
+        raise AnswerError("truncated gzip answer from DoH server")
+    return b"".join(parts)
 
 
 def build_get_url(url: str, wire: bytes) -> str:
@@ -232,6 +278,7 @@ class DohDns:
             raise ValueError(f"timeout must be positive, not {timeout!r}")
         load_dnspython()
         self.url = str(parsed)
+        self._shown = parsed.redacted()  # for repr() and errors: no user-info
         self.host: str = parsed.host
         self.method = method
         self.format = format
@@ -324,7 +371,7 @@ class DohDns:
         if not addresses:
             if "NXDOMAIN" in reasons:
                 reasons = ["NXDOMAIN"]
-            raise unknown_host(name, reasons, f"DoH {self.url}")
+            raise unknown_host(name, reasons, f"DoH {self._shown}")
         return addresses, (min(ttls) if ttls else None)
 
     def _resolve_type(self, client: Any, name: str, rdtype: int) -> Any:
@@ -347,14 +394,11 @@ class DohDns:
             query = make_query(qname, rdtype, zero_id=True)
             wire = query.to_wire()
             if self.method == "GET":
-                response = client.get(build_get_url(self.url, wire), headers={"Accept": MESSAGE_TYPE})
+                request = Request("GET", build_get_url(self.url, wire), headers=_asking(MESSAGE_TYPE))
             else:
-                response = client.post(
-                    self.url, body=wire, headers={"Content-Type": MESSAGE_TYPE, "Accept": MESSAGE_TYPE}
-                )
-            message = parse_message_response(
-                query, response.status_code, response.headers.get("content-type"), response.content
-            )
+                headers = {"Content-Type": MESSAGE_TYPE, **_asking(MESSAGE_TYPE)}
+                request = Request("POST", self.url, headers=headers, body=wire)
+            message = parse_message_response(query, *_exchange(client, request))
             found, part_ttl, target = extract_addresses(message, qname, rdtype, seen)
             if part_ttl is not None:
                 ttl = part_ttl if ttl is None else min(ttl, part_ttl)
@@ -369,10 +413,8 @@ class DohDns:
         ttl: float | None = None
         for _ in range(MAX_CNAME_DEPTH + 1):
             url = build_json_url(self.url, current, "A" if rdtype == 1 else "AAAA")
-            response = client.get(url, headers={"Accept": JSON_TYPES[0]})
-            found, part_ttl, target = parse_json_response(
-                current, rdtype, response.status_code, response.headers.get("content-type"), response.content
-            )
+            request = Request("GET", url, headers=_asking(JSON_TYPES[0]))
+            found, part_ttl, target = parse_json_response(current, rdtype, *_exchange(client, request))
             if part_ttl is not None:
                 ttl = part_ttl if ttl is None else min(ttl, part_ttl)
             if target is None:
@@ -384,4 +426,23 @@ class DohDns:
         raise AnswerError(f"CNAME chain longer than {MAX_CNAME_DEPTH}")
 
     def __repr__(self) -> str:
-        return f"DohDns({self.url!r}, method={self.method!r}, format={self.format!r})"
+        return f"DohDns({self._shown!r}, method={self.method!r}, format={self.format!r})"
+
+
+def _asking(media_type: str) -> dict[str, str]:
+    """The headers of a DoH request: this media type, and no compression (see :func:`read_answer`)."""
+    return {"Accept": media_type, "Accept-Encoding": "identity"}
+
+
+def _exchange(client: Any, request: Request) -> tuple[int, str | None, bytes]:
+    """Status, content type and body (:func:`read_answer`) of one DoH request over ``client``."""
+    call = client.new_call(request)
+    response = call.execute()
+    try:
+        body = read_answer(response)
+    except BaseException:
+        call.cancel()  # abandon the rest of the body: close() would first try to drain it
+        raise
+    finally:
+        response.close()
+    return response.status_code, response.headers.get("content-type"), body

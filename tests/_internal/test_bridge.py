@@ -7,9 +7,10 @@ from __future__ import annotations
 import gzip
 import io
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
-from conftest import make_fast_client
+from conftest import assert_pool_clean, make_fast_client
 from fakes import FakeDns
 
 import fastnet
@@ -278,6 +279,36 @@ def test_bridge_custom_cookie_jar_protocol(server: MockServer) -> None:
         client.get(server.url("/p"))
     assert server.take_request().header("cookie") == "k=v"
     assert jar.saved == [(server.url("/p"), ["new"])]
+
+
+class _HostileJar:
+    """A jar that hands back a cookie whose value would add a header line on the wire."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def load_for(self, url: fastnet.URL) -> list[Any]:
+        cookie = fastnet.Cookie("sid", "1", url.host)
+        object.__setattr__(cookie, "value", self.value)  # past the constructor's checks
+        return [cookie]
+
+    def save_from_response(self, url: fastnet.URL, cookies: list[fastnet.Cookie]) -> None:
+        pass
+
+
+@pytest.mark.parametrize("value", ["1\r\nX-Injected: yes", "1\nX-Injected: yes", "x\u2028y", "\x00"])
+def test_bridge_cookie_from_a_jar_is_checked_before_the_wire(server: MockServer, value: str) -> None:
+    server.enqueue(MockResponse(200, body=b"should not be asked"), MockResponse(200, body=b"next"))
+    with make_fast_client(cookie_jar=_HostileJar(value)) as client:
+        with pytest.raises(ValueError, match="sid") as info:
+            client.get(server.url("/p"))
+        assert "X-Injected" not in str(info.value)
+        assert_pool_clean(client)
+    with make_fast_client() as clean:
+        assert clean.get(server.url("/next")).text == "should not be asked"
+    recorded = server.take_request()  # the first request on the wire is the clean client's
+    assert recorded.target == "/next" and recorded.header("cookie") is None
+    assert b"X-Injected" not in recorded.raw_head
 
 
 def test_bridge_no_cookies_default(server: MockServer) -> None:

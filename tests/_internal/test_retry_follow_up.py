@@ -10,6 +10,7 @@ import threading
 
 import pytest
 from conftest import assert_pool_clean, make_client
+from fakes import FakeDns
 
 import fastnet
 from fastnet import _compat
@@ -472,6 +473,42 @@ def test_redirects_missing_location_returns_the_3xx(server, client):
     assert r.status_code == 301 and r.text == "no location"
     assert not r.is_redirect
     assert_pool_clean(client)
+
+
+def _raw_redirect(location: bytes) -> MockResponse:
+    return MockResponse(raw=b"HTTP/1.1 302 Found\r\nLocation: " + location + b"\r\nContent-Length: 0\r\n\r\n")
+
+
+@pytest.mark.parametrize(
+    ("location", "target"),
+    [
+        ("/caf\u00e9".encode(), "/caf%C3%A9"),  # raw UTF-8, as browsers, curl and requests send it
+        (b"/caf%C3%A9", "/caf%C3%A9"),  # already encoded: not encoded twice
+        (b"/caf\xe9", "/caf%E9"),  # a latin-1 byte: percent-encoded as it came
+        ("/\u00fc/x?q=\u00e9&r=1".encode(), "/%C3%BC/x?q=%C3%A9&r=1"),
+        ("/a b/\u20ac".encode(), "/a%20b/%E2%82%AC"),
+    ],
+)
+def test_redirects_raw_location_bytes_are_percent_encoded_once(server, client, location, target):
+    server.enqueue(_raw_redirect(location), MockResponse(200, body=b"there"))
+    r = client.get(server.url("/"))
+    assert r.text == "there"
+    server.take_request()
+    assert server.take_request().target == target
+    assert r.url.target == target
+
+
+def test_redirects_raw_utf8_location_host_is_idna_encoded(server, client):
+    dns = FakeDns({"xn--bcher-kva.test": ["127.0.0.1"]})
+    server.enqueue(
+        _raw_redirect(f"http://b\u00fccher.test:{server.port}/caf\u00e9".encode()), MockResponse(200)
+    )
+    with make_client(dns=dns) as via_name:
+        r = via_name.get(server.url("/"))
+    assert r.status_code == 200 and r.url.host == "xn--bcher-kva.test"
+    server.take_request()
+    followed = server.take_request()
+    assert followed.target == "/caf%C3%A9" and followed.header("host") == f"xn--bcher-kva.test:{server.port}"
 
 
 def test_redirects_location_with_control_characters_never_crashes(server, client):

@@ -64,6 +64,17 @@ def test_timeouts_connect_timeout_to_blackhole(blackhole: tuple[str, int]) -> No
     _assert_located(exc, url, "connect")
 
 
+def test_timeouts_connect_timeout_to_a_proxy_names_the_proxy(blackhole: tuple[str, int]) -> None:
+    proxy = fastnet.Proxy.http(*blackhole)
+    with make_fast_client(connect_timeout=0.3, proxy=proxy) as client:
+        with pytest.raises(fastnet.ConnectTimeout) as info:
+            client.get("http://origin.test/p?q=1")
+    assert str(info.value) == (
+        f"Connect to proxy {blackhole[0]}:{blackhole[1]} timed out after 0.3 s (connect http://origin.test/p)"
+    )
+    assert str(info.value.url) == "http://origin.test/p?q=1"
+
+
 def test_timeouts_connection_refused_is_connect_error() -> None:
     probe = socket.socket()
     probe.bind(("127.0.0.1", 0))

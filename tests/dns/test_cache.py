@@ -252,6 +252,37 @@ def test_caching_dns_negative_caching(impl):
     assert upstream.calls == 1
 
 
+def test_caching_dns_negative_hit_reads_like_the_first_failure(impl):
+    class Failing:
+        def lookup(self, host):
+            try:
+                raise OSError(-2, "Name or service not known")
+            except OSError as exc:
+                raise UnknownHostError(f"{host}: {exc.strerror}", phase="dns") from exc
+
+    dns = impl.CachingDns(Failing(), negative_ttl=5.0)
+    with pytest.raises(UnknownHostError) as first:
+        dns.lookup("nx.test")
+    with pytest.raises(UnknownHostError) as second:
+        dns.lookup("nx.test")  # answered by the negative entry
+    assert str(first.value) == str(second.value) == "nx.test: Name or service not known (dns)"
+    assert second.value.message == first.value.message and second.value.phase == "dns"
+    cause = second.value.__cause__
+    assert type(cause) is OSError and cause.args == first.value.__cause__.args
+    assert cause is not first.value.__cause__ and cause.__traceback__ is None
+    assert dns.cache.get_error("nx.test") == "nx.test: Name or service not known"
+
+
+def test_caching_dns_negative_hit_without_a_cause(impl):
+    upstream = Upstream()
+    upstream.fail = UnknownHostError("nx.test: NXDOMAIN", phase="dns")
+    dns = impl.CachingDns(upstream, negative_ttl=5.0)
+    for _ in range(2):
+        with pytest.raises(UnknownHostError) as info:
+            dns.lookup("nx.test")
+        assert str(info.value) == "nx.test: NXDOMAIN (dns)" and info.value.__cause__ is None
+
+
 def test_caching_dns_stale_if_error(impl):
     upstream = Upstream(["127.0.0.1"], ttl=0.05)
     dns = impl.CachingDns(upstream, stale_if_error=60.0)

@@ -76,6 +76,17 @@ def test_chain_nothing_found_lists_every_failure():
     assert "third: network unreachable" in text
 
 
+def test_chain_failure_is_one_sentence():
+    a = Recorder("first", error=UnknownHostError("nx.test: NXDOMAIN", phase="dns"))
+    b = Recorder("second", error=UnknownHostError("nx.test: SERVFAIL", phase="dns"))
+    with pytest.raises(UnknownHostError) as info:
+        ChainDns([a, b]).lookup("nx.test")
+    assert (
+        str(info.value)
+        == "Unable to resolve nx.test: first: nx.test: NXDOMAIN; second: nx.test: SERVFAIL (dns)"
+    )
+
+
 def test_chain_ip_literals_skip_resolvers():
     a = Recorder("a", answer=["10.0.0.1"])
     assert ChainDns([a]).lookup("::1") == ["::1"]

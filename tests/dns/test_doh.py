@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import json
+import socket
+import tracemalloc
 from urllib.parse import parse_qs
 
 import dns.message
@@ -293,3 +296,106 @@ def test_doh_message_http_error_is_unknown_host(server):
     with DohDns(server.url("/dns-query"), ipv6=False) as doh:
         with pytest.raises(UnknownHostError, match="HTTP 502"):
             doh.lookup("app.test")
+
+
+# -- bounded answers and secrets (over MockServer) ------------------------------------------------
+
+
+def _peak_during(fn):
+    """``fn()``'s outcome and the peak of traced memory while it ran (bytes)."""
+    tracemalloc.start()
+    try:
+        try:
+            outcome = fn()
+        except Exception as exc:  # noqa: BLE001 - the caller inspects it
+            outcome = exc
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return outcome, peak
+
+
+def _raw(head: bytes, body: bytes) -> MockResponse:
+    """A response sent as these bytes: built before memory is traced, and written without a copy."""
+    return MockResponse(raw=head + body)
+
+
+def test_doh_huge_answer_is_not_read_past_the_limit(server):
+    size = 32 * 1024 * 1024  # declared and sent: 32 MiB
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: {MSG}\r\nContent-Length: {size}\r\n\r\n".encode()
+    server.enqueue(_raw(head, b"\0" * size))
+    with DohDns(server.url("/dns-query"), ipv6=False) as doh:
+        outcome, peak = _peak_during(lambda: doh.lookup("app.test"))
+    assert isinstance(outcome, UnknownHostError) and "exceeds 65535" in str(outcome)
+    assert peak < 4 * 1024 * 1024  # reading it all would hold 32 MiB
+    assert server.take_request(timeout=5).header("accept-encoding") == "identity"
+
+
+def test_doh_huge_chunked_answer_is_not_read_past_the_limit(server):
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: {MSG}\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+    chunk = b"%x\r\n%s\r\n" % (65536, b"\0" * 65536)
+    server.enqueue(_raw(head, chunk * 512 + b"0\r\n\r\n"))  # 32 MiB in 64 KiB chunks
+    with DohDns(server.url("/dns-query"), ipv6=False) as doh:
+        outcome, peak = _peak_during(lambda: doh.lookup("app.test"))
+    assert isinstance(outcome, UnknownHostError) and "exceeds 65535" in str(outcome)
+    assert peak < 4 * 1024 * 1024
+
+
+def test_doh_gzip_bomb_is_not_inflated_past_the_limit(server):
+    bomb = gzip.compress(b"\0" * (64 * 1024 * 1024))  # about 64 KiB that inflate to 64 MiB
+    assert len(bomb) < 65535
+    headers = {"Content-Type": MSG, "Content-Encoding": "gzip"}  # sent though identity was asked
+    server.enqueue(MockResponse(200, headers=headers, body=bomb))
+    with DohDns(server.url("/dns-query"), ipv6=False) as doh:
+        outcome, peak = _peak_during(lambda: doh.lookup("app.test"))
+    assert isinstance(outcome, UnknownHostError) and "exceeds 65535" in str(outcome)
+    assert peak < 4 * 1024 * 1024
+    assert server.take_request(timeout=5).header("accept-encoding") == "identity"
+
+
+def test_doh_small_gzip_answer_is_inflated(server):
+    query = make_query("app.test", "A", zero_id=True)
+    answer = gzip.compress(_answer(query, ("app.test.", 5, "A", ["127.0.0.1"])))
+    server.enqueue(MockResponse(200, headers={"Content-Type": MSG, "Content-Encoding": "gzip"}, body=answer))
+    with DohDns(server.url("/dns-query"), ipv6=False) as doh:
+        assert doh.lookup("app.test") == ["127.0.0.1"]
+
+
+def test_doh_truncated_or_unknown_encoding_is_a_bad_answer(server):
+    query = make_query("app.test", "A", zero_id=True)
+    answer = gzip.compress(_answer(query, ("app.test.", 5, "A", ["127.0.0.1"])))
+    server.enqueue(
+        MockResponse(200, headers={"Content-Type": MSG, "Content-Encoding": "gzip"}, body=answer[:-8]),
+        MockResponse(200, headers={"Content-Type": MSG, "Content-Encoding": "br"}, body=b"\x0b\x00"),
+    )
+    with DohDns(server.url("/dns-query"), ipv6=False) as doh:
+        with pytest.raises(UnknownHostError, match="truncated gzip"):
+            doh.lookup("app.test")
+        with pytest.raises(UnknownHostError, match="Content-Encoding 'br'"):
+            doh.lookup("app.test")
+
+
+def test_doh_userinfo_never_shows(server):
+    secret_url = server.url("/dns-query").replace("://", "://alice:s3cret@")
+    server.enqueue(MockResponse(502, headers={"Content-Type": "text/plain"}, body=b"bad gateway"))
+    with DohDns(secret_url, ipv6=False) as doh:
+        assert "s3cret" not in repr(doh) and "dns-query" in repr(doh)
+        with pytest.raises(UnknownHostError) as info:
+            doh.lookup("app.test")
+    assert "s3cret" not in str(info.value) and "HTTP 502" in str(info.value)
+    assert "dns-query" in str(info.value)
+    closed = DohDns(secret_url)
+    closed.close()
+    with pytest.raises(UnknownHostError) as info:
+        closed.lookup("app.test")
+    assert "s3cret" not in str(info.value)
+
+
+def test_doh_userinfo_never_shows_when_the_server_is_down():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, not listening: refused
+        with DohDns(f"http://alice:s3cret@127.0.0.1:{port}/dns-query", ipv6=False) as doh:
+            with pytest.raises(UnknownHostError) as info:
+                doh.lookup("app.test")
+    assert "s3cret" not in str(info.value) and "Connection refused" in str(info.value)

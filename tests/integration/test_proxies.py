@@ -63,25 +63,27 @@ def squid_log_offset(testbed: Any) -> int | None:
         return None
 
 
-def squid_logged(testbed: Any, offset: int | None, needle: str, timeout: float = 5.0) -> list[str] | None:
-    """squid's access-log lines written after ``offset`` that contain ``needle`` (waiting up to
-    ``timeout`` for one); ``None`` when the log cannot be read (not root)."""
+def squid_logged(
+    testbed: Any, offset: int | None, needle: str, count: int = 1, timeout: float = 5.0
+) -> list[str] | None:
+    """squid's complete access-log lines written after ``offset`` that contain ``needle``, once there are
+    ``count`` of them or ``timeout`` has passed (squid writes a line after it answered, so it may lag
+    the response); ``None`` when the log cannot be read (not root)."""
     if offset is None:
         return None
     deadline = time.monotonic() + timeout
-    lines: list[str] = []
-    for _ in range(200):
+    while True:
         try:
             with open(squid_log(testbed), "rb") as f:
                 f.seek(offset)
                 text = f.read().decode("utf-8", "replace")
         except OSError:
             return None
-        lines = [line for line in text.splitlines() if needle in line]
-        if lines or time.monotonic() > deadline:
-            break
+        complete = text[: text.rfind("\n") + 1]  # a line still being written is not counted yet
+        lines = [line for line in complete.splitlines() if needle in line]
+        if len(lines) >= count or time.monotonic() > deadline:
+            return lines
         time.sleep(0.025)
-    return lines
 
 
 def via_squid(response: Any) -> bool:
@@ -104,7 +106,7 @@ def test_proxies_http_absolute_form_through_squid(testbed):
         assert again.status_code == 200
         assert client.connection_pool.connection_count() == 1  # keep-alive to the proxy
         assert_pool_clean(client)
-    lines = squid_logged(testbed, offset, f"GET {url}")
+    lines = squid_logged(testbed, offset, f"GET {url}", count=2)
     if lines is not None:
         assert len(lines) == 2  # the request line squid saw was the absolute URL
 

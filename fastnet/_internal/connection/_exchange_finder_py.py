@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastnet._internal.connection.happy_eyeballs import connect_tcp
 from fastnet._internal.connection.real_connection import RealConnection, set_socket_timeouts
-from fastnet._internal.connection.sockets import close_quietly
+from fastnet._internal.connection.sockets import close_quietly, hostport
 from fastnet._internal.connection.socks import socks4a_connect, socks5_connect
 from fastnet._internal.connection.tls import wrap_tls
 from fastnet._internal.connection.tunnel import open_tunnel
@@ -269,7 +269,6 @@ class ExchangeFinder:
         events = user.events
         attempts: list[tuple[Route, BaseException]] = []
         selection_errors: list[NetworkError] = []
-        url = self.address.url
 
         def tcp_failed(route: Route, error: BaseException) -> None:
             attempts.append((route, error))
@@ -285,7 +284,7 @@ class ExchangeFinder:
 
         while True:
             if self._is_canceled():
-                raise CanceledError("Canceled", url=url, phase="connect")
+                raise CanceledError("Canceled", phase="connect")
             if not self.pending:
                 selector = self._selector()
                 if not selector.has_next():
@@ -296,6 +295,7 @@ class ExchangeFinder:
                     break
                 except (UnknownHostError, RouteError) as exc:
                     # one proxy (or the origin) could not be resolved: the next proxy may still work
+                    exc._locate(None, "dns" if isinstance(exc, UnknownHostError) else "connect")
                     selection_errors.append(exc)
                     continue
                 if not self.pending:
@@ -321,6 +321,7 @@ class ExchangeFinder:
                     # would lose its self
                     on_overtaken=lambda route, error: connector.record_overtaken(route, error),
                     on_socket=self._set_connecting,
+                    describe=_dialed,
                 )
             except (ConnectError, ConnectTimeout) as exc:
                 if not attempts:
@@ -328,7 +329,7 @@ class ExchangeFinder:
                 self.pending = []
                 continue
             except CanceledError as exc:
-                exc._locate(url, "connect")
+                exc._locate(None, "connect")
                 raise
             failed = {id(r) for r, _ in failures}
             self.pending = [r for r in routes if r is not route and id(r) not in failed]
@@ -340,7 +341,6 @@ class ExchangeFinder:
             except NetworkError as exc:
                 tcp_failed(route, exc)
                 if isinstance(exc, (TlsVerificationError, CanceledError)):
-                    exc._locate(url, exc.phase)
                     raise
                 continue
             connector.record_success(route)
@@ -360,25 +360,33 @@ class ExchangeFinder:
     def _failure(
         self, attempts: list[tuple[Route, BaseException]], selection_errors: list[NetworkError]
     ) -> NetworkError:
-        """The error for a finder that ran out of routes: the one failure as it was, or a summary."""
-        url = self.address.url
+        """The error for a finder that ran out of routes: the one failure as it was (a refused TCP connect
+        as one sentence naming what was dialed), or a summary of every attempt."""
+        authority = self.address.url.authority
         if not attempts and selection_errors:
-            return selection_errors[0]._locate(url, selection_errors[0].phase)
+            return selection_errors[0]
         if len(attempts) == 1:
-            error = attempts[0][1]
-            if isinstance(error, NetworkError) and not isinstance(error, ConnectError):
-                return error._locate(url, error.phase)
+            route, error = attempts[0]
+            if isinstance(error, NetworkError):
+                if isinstance(error, ConnectError) and not error.attempts:
+                    error.attempts = list(attempts)
+                return error  # a timeout, a handshake, proxy or TLS failure: it names its route
+            failure = ConnectError(
+                f"Failed to connect to {_dialed(route, self._target_of(route))}: {_reason(error)}",
+                attempts=attempts,
+            )
+            failure.__cause__ = error
+            return failure
         cause = attempts[-1][1] if attempts else None
         if attempts and all(isinstance(e, ConnectTimeout) for _, e in attempts):
-            message = f"connect to {url.authority} timed out"
-            if len(attempts) > 1:
-                message += " [tried " + "; ".join(f"{r}: {e}" for r, e in attempts) + "]"
-            timeout = ConnectTimeout(message, url=url, phase="connect")
+            message = f"connect to {authority} timed out"
+            message += " [tried " + "; ".join(f"{r}: {e}" for r, e in attempts) + "]"
+            timeout = ConnectTimeout(message, phase="connect")
             timeout.attempts = list(attempts)  # type: ignore[attr-defined]
             timeout.__cause__ = cause
             return timeout
-        detail = f": {cause}" if cause is not None else ""
-        error = ConnectError(f"Failed to connect to {url.authority}{detail}", url=url, attempts=attempts)
+        detail = f": all {len(attempts)} routes failed" if attempts else ": no route to try"
+        error = ConnectError(f"Failed to connect to {authority}{detail}", attempts=attempts)
         error.__cause__ = cause
         return error
 
@@ -439,14 +447,11 @@ class ExchangeFinder:
         except BaseException as exc:
             close_quietly(sock)  # idempotent: wrap_tls and open_tunnel already closed what they own
             if isinstance(exc, NetworkError):
-                exc._locate(address.url, exc.phase)
                 raise
             if isinstance(exc, (BlockingIOError, socket.timeout)):
-                raise ConnectTimeout(
-                    f"handshake with {route} timed out", url=address.url, phase="connect"
-                ) from exc
+                raise ConnectTimeout(f"handshake with {route} timed out", phase="connect") from exc
             if isinstance(exc, OSError):
-                raise ConnectError(f"handshake with {route} failed: {exc}", url=address.url) from exc
+                raise ConnectError(f"handshake with {route} failed: {exc}") from exc
             raise
         return sock
 
@@ -478,3 +483,24 @@ class ExchangeFinder:
                 self.user,
             )
         return sock
+
+
+def _dialed(route: Route, target: tuple[str, int]) -> str:
+    """What a TCP connect for ``route`` dials, as a message names it: ``93.184.216.34:80``, or
+    ``proxy 10.0.0.5:3128`` when it is a proxy (``at <ip>`` added when the proxy was given by name)."""
+    proxy = route.proxy
+    dialed = hostport(target[0], target[1])
+    if proxy.type is ProxyType.DIRECT:
+        return dialed
+    kind = "SOCKS proxy" if proxy.type is ProxyType.SOCKS else ("HTTPS proxy" if proxy.tls else "proxy")
+    name = hostport(str(proxy.host), int(proxy.port or 0))
+    return f"{kind} {name}" if name == dialed else f"{kind} {name} at {dialed}"
+
+
+def _reason(error: BaseException) -> str:
+    """Why a connect failed, without the errno prefix: ``Connection refused``."""
+    if isinstance(error, NetworkError):
+        return error.message
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error)

@@ -48,7 +48,7 @@ def _default_target(route: Any) -> tuple[str, int]:
     return route.socket_address  # type: ignore[no-any-return]
 
 
-def _describe(target: tuple[str, int]) -> str:
+def _describe(route: Any, target: tuple[str, int]) -> str:
     return hostport(target[0], target[1])
 
 
@@ -94,19 +94,24 @@ def connect_tcp(
     target_of: Callable[[R], tuple[str, int]] = _default_target,
     on_overtaken: Callable[[R, BaseException], None] | None = None,
     on_socket: Callable[[socket.socket | None], None] | None = None,
+    describe: Callable[[R, tuple[str, int]], str] | None = None,
 ) -> tuple[socket.socket, R, list[tuple[R, BaseException]]]:
     """Connect to the first of ``routes`` that answers; returns ``(socket, route, failures)``.
 
     ``connect_timeout`` of ``None`` or ``0`` means no timeout. The socket is returned in blocking
     mode with ``TCP_NODELAY`` set; ``failures`` lists the attempts that failed before it won.
+    ``describe(route, target)`` names an attempt in timeout messages (default: ``host:port``). A refused
+    or unreachable attempt fails with the ``OSError`` of its errno, which names no address: the route
+    it belongs to is reported with it.
 
     >>> sock, route, failures = connect_tcp(routes, connect_timeout=10.0)   # doctest: +SKIP
     """
     if not routes:
         raise ConnectError("no routes to connect to")
     timeout = connect_timeout if connect_timeout else None
+    name = _describe if describe is None else describe
     if len(routes) == 1 and (is_canceled is None or on_socket is not None):
-        return _connect_one(routes[0], timeout, target_of, on_failure, on_socket)
+        return _connect_one(routes[0], timeout, target_of, on_failure, on_socket, name)
     pending = list(routes)
     pending.reverse()  # pop() from the end takes routes in their given order
     failures: list[tuple[R, BaseException]] = []
@@ -152,7 +157,7 @@ def connect_tcp(
                     break
                 if code not in _IN_PROGRESS:
                     sock.close()
-                    fail(route, OSError(code, _connect_text(code, target)))
+                    fail(route, _connect_error(code))
                     continue
                 in_flight[sock.fileno()] = attempt
                 selector.register(sock, selectors.EVENT_WRITE, attempt)
@@ -176,7 +181,7 @@ def connect_tcp(
                     winner = attempt
                     break
                 drop(attempt)
-                fail(attempt.route, OSError(code, _connect_text(code, attempt.target)))
+                fail(attempt.route, _connect_error(code))
             if winner is not None:
                 break
             now = time.monotonic()
@@ -185,7 +190,7 @@ def connect_tcp(
                 fail(
                     attempt.route,
                     ConnectTimeout(
-                        f"Connect to {_describe(attempt.target)} timed out after {timeout:g} s",
+                        f"Connect to {name(attempt.route, attempt.target)} timed out after {timeout:g} s",
                         phase="connect",
                     ),
                 )
@@ -207,7 +212,7 @@ def connect_tcp(
                 on_overtaken(
                     attempt.route,
                     ConnectTimeout(
-                        f"Connect to {_describe(attempt.target)} was overtaken by a faster address",
+                        f"Connect to {name(attempt.route, attempt.target)} was overtaken by a faster address",
                         phase="connect",
                     ),
                 )
@@ -231,6 +236,7 @@ def _connect_one(
     target_of: Callable[[Any], tuple[str, int]],
     on_failure: Callable[[Any, BaseException], None] | None,
     on_socket: Callable[[socket.socket | None], None] | None,
+    name: Callable[[Any, tuple[str, int]], str],
 ) -> tuple[socket.socket, Any, list[tuple[Any, BaseException]]]:
     """One route: a blocking ``connect`` bounded by ``SO_SNDTIMEO`` (Linux honours it for connect), three
     system calls instead of the racing loop's seven. ``on_socket`` lets the caller abort it (cancel)
@@ -259,7 +265,7 @@ def _connect_one(
         if sock is not None:
             sock.close()
         error: BaseException = ConnectTimeout(
-            f"Connect to {_describe(target)} timed out after {timeout:g} s", phase="connect"
+            f"Connect to {name(route, target)} timed out after {timeout:g} s", phase="connect"
         )
         error.__cause__ = exc
         failures = [(route, error)]
@@ -269,7 +275,7 @@ def _connect_one(
     except OSError as exc:
         if sock is not None:
             sock.close()
-        failure = OSError(exc.errno, _connect_text(exc.errno, target)) if exc.errno else exc
+        failure = _connect_error(exc.errno) if exc.errno else exc
         if on_failure is not None:
             on_failure(route, failure)
         raise _all_failed([(route, failure)]) from exc
@@ -279,12 +285,13 @@ def _connect_one(
     return sock, route, []
 
 
-def _connect_text(code: int, target: tuple[str, int]) -> str:
+def _connect_error(code: int) -> OSError:
+    """The ``OSError`` (``ConnectionRefusedError`` for ECONNREFUSED, ...) for a connect's errno."""
     try:
         reason = os.strerror(code)
     except ValueError:  # pragma: no cover
         reason = f"error {code}"
-    return f"{reason} ({_describe(target)})"
+    return OSError(code, reason)
 
 
 def _all_failed(failures: list[tuple[Any, BaseException]]) -> ConnectError | ConnectTimeout:

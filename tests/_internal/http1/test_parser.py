@@ -6,6 +6,7 @@ import functools
 import random
 import re
 import socket
+from pathlib import Path
 from typing import Any
 
 import h11
@@ -854,3 +855,48 @@ def test_parser_py_buffer_stays_small_over_many_responses() -> None:
         assert p.read_body() == b"hi" and p.read_body() is None
     p.feed(one[:5])
     assert len(p._buf) == 5
+
+
+# What the README's table of deliberate differences says about status-line versions and bare LF, held
+# against both twins: (row marker in the README, input, accepted?).
+README_RULES = [
+    ("`HTTP/0.9`", b"HTTP/0.9 200 OK\r\nContent-Length: 2\r\n\r\nhi", False),
+    ("`HTTP/0.9`", b"<html>hi</html>\r\n\r\n", False),  # head-less HTTP/0.9
+    ("`HTTP/1.2`", b"HTTP/1.2 200 OK\r\nContent-Length: 2\r\n\r\nhi", False),
+    ("`HTTP/2.0`", b"HTTP/2.0 200 OK\r\nContent-Length: 2\r\n\r\nhi", False),
+    ("`ICY`", b"ICY 200 OK\r\nContent-Length: 2\r\n\r\nhi", False),
+    ("`SOURCETABLE`", b"SOURCETABLE 200 OK\r\nContent-Length: 2\r\n\r\nhi", False),
+    ("the status line, the headers", b"HTTP/1.1 200 OK\nContent-Length: 2\nX: y\n\nhi", True),
+    ("the trailers", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\nX: y\n\n", True),
+    ("after a chunk size", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\nhi\r\n0\r\n\r\n", False),
+    ("end of chunk data", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\n0\r\n\r\n", False),
+]
+
+
+def _readme_rows() -> str:
+    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Where fastnet deliberately differs from OkHttp", 1)[1]
+    return "\n".join(
+        line
+        for line in table.splitlines()
+        if line.startswith("| status lines other than") or line.startswith("| bare LF line endings")
+    )
+
+
+@pytest.mark.parametrize(("marker", "data", "accepted"), README_RULES, ids=[r[0] for r in README_RULES])
+def test_parser_readme_documents_versions_and_bare_lf(Parser: Any, marker: str, data: bytes, accepted: bool):
+    assert marker in _readme_rows()
+    p = Parser()
+    p.feed(data)
+    p.feed(b"")
+    if not accepted:
+        with pytest.raises(ProtocolError):
+            p.read_head()
+            while p.read_body() is not None:
+                pass
+        return
+    assert p.read_head()[0] == 200
+    body = b""
+    while (piece := p.read_body()) is not None:
+        body += piece
+    assert body == b"hi"
