@@ -16,7 +16,8 @@ from fastnet.authenticator import Authenticator, BasicAuthenticator, Challenge, 
 from fastnet.client import Call, Client
 from fastnet.connection_pool import ConnectionPool
 from fastnet.cookies import NO_COOKIES, Cookie, CookieJar, MemoryCookieJar
-from fastnet.events import EventListener
+from fastnet.dispatcher import Callback, Dispatcher
+from fastnet.events import EventListener, LoggingEventListener
 from fastnet.exceptions import (
     BodyTooLargeError,
     CallTimeout,
@@ -45,6 +46,7 @@ from fastnet.request import Request, RequestBody
 from fastnet.response import Response
 from fastnet.retry import Retry
 from fastnet.route import Address, Route
+from fastnet.timings import Timings
 from fastnet.url import URL
 
 #: True when every accelerated unit loaded its compiled twin.
@@ -57,6 +59,7 @@ __all__ = [
     "BodyTooLargeError",
     "Call",
     "CallTimeout",
+    "Callback",
     "CanceledError",
     "Challenge",
     "Chain",
@@ -68,12 +71,14 @@ __all__ = [
     "Cookie",
     "CookieJar",
     "Credentials",
+    "Dispatcher",
     "EnvProxySelector",
     "EventListener",
     "FastnetError",
     "HTTPStatusError",
     "Headers",
     "Interceptor",
+    "LoggingEventListener",
     "MemoryCookieJar",
     "NO_COOKIES",
     "NetworkError",
@@ -91,6 +96,7 @@ __all__ = [
     "Route",
     "RouteError",
     "TimeoutError",
+    "Timings",
     "TlsError",
     "TlsVerificationError",
     "URL",

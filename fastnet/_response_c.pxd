@@ -32,6 +32,7 @@ cdef class Response:
     cdef public bint _closed
     cdef public object network_response
     cdef public object route
+    cdef public object timings
     cdef object __weakref__
 
     @cython.locals(source=ResponseBodySource)

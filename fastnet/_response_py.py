@@ -22,6 +22,7 @@ from fastnet.headers import Headers, HeadersLike, as_headers
 if TYPE_CHECKING:
     from fastnet.request import Request
     from fastnet.route import Route
+    from fastnet.timings import Timings
     from fastnet.url import URL
 
 __all__ = ["STATUS_REASONS", "Response", "ResponseBodySource", "make_response"]
@@ -109,6 +110,7 @@ class Response:
         "_closed",
         "network_response",
         "route",
+        "timings",
         "__weakref__",
     )
     status_code: int
@@ -123,6 +125,8 @@ class Response:
     _closed: bool
     network_response: Response | None  # the response as received, when the Bridge rewrote it (gzip)
     route: Route | None
+    #: How long each phase took (``fastnet.Timings``); None for a response that did not come off the network.
+    timings: Timings | None
 
     def __init__(
         self,
@@ -149,6 +153,7 @@ class Response:
         self._closed = False
         self.network_response = None
         self.route = None
+        self.timings = None
 
     # -- metadata -------------------------------------------------------------------------------
 
@@ -352,4 +357,5 @@ def make_response(
     response._closed = False
     response.network_response = None
     response.route = route
+    response.timings = None
     return response

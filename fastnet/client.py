@@ -17,7 +17,7 @@ import functools
 import inspect
 import os
 import ssl
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
 from fastnet._internal.bridge import BridgeInterceptor
@@ -27,6 +27,7 @@ from fastnet._internal.client_core import MAX_BODY_SIZE, MAX_FOLLOW_UPS, ClientC
 from fastnet._internal.connect import ConnectInterceptor
 from fastnet._internal.connection.connector import Connector
 from fastnet._internal.connection.tls import build_ssl_context
+from fastnet._internal.map_calls import MapItem, map_calls
 from fastnet._internal.real_call import RealCall
 from fastnet._internal.real_call import get as _get
 from fastnet._internal.real_call import request as _request
@@ -35,6 +36,7 @@ from fastnet._internal.route_database import RouteDatabase
 from fastnet._internal.timeouts import timeout_seconds
 from fastnet.connection_pool import ConnectionPool
 from fastnet.cookies import NO_COOKIES
+from fastnet.dispatcher import Dispatcher
 from fastnet.dns import as_dns, shared_default_dns
 from fastnet.events import EventListener
 from fastnet.headers import Headers
@@ -86,6 +88,7 @@ class ClientOptions(NamedTuple):
     verify: bool | str | ssl.SSLContext
     user_agent: str | None
     max_body_size: int | None
+    dispatcher: Dispatcher | None
 
 
 # Options whose change gives a sibling its own RouteDatabase and TLS context.
@@ -198,6 +201,7 @@ class Client:
     _dns: Any
     _selector: Any
     _route_database: RouteDatabase
+    _dispatcher: Dispatcher
     _ssl_context: ssl.SSLContext
     _request: Callable[..., Response]
 
@@ -258,6 +262,7 @@ class Client:
         verify: bool | str | ssl.SSLContext = True,
         user_agent: str | None = None,
         max_body_size: int | None = MAX_BODY_SIZE,
+        dispatcher: Dispatcher | None = None,
     ) -> None:
         options = ClientOptions(
             connect_timeout,
@@ -287,6 +292,7 @@ class Client:
             verify,
             user_agent,
             max_body_size,
+            dispatcher,
         )
         self._build(options, frozenset(), None)
 
@@ -360,6 +366,19 @@ class Client:
         if isinstance(sensitive, str) or not all(isinstance(h, str) for h in sensitive):
             raise TypeError("sensitive_headers must be a collection of header names")
         core.sensitive_headers = frozenset(h.lower() for h in sensitive)
+
+        dispatcher = s.dispatcher
+        if dispatcher is None:
+            # a sibling shares its parent's; a new client gets its own, whose threads start on first use
+            dispatcher = (
+                shared._dispatcher
+                if shared is not None and shared._options.dispatcher is None
+                else Dispatcher()
+            )
+        elif not isinstance(dispatcher, Dispatcher):
+            raise TypeError("dispatcher must be a fastnet.Dispatcher")
+        self._dispatcher = dispatcher
+        core.dispatcher = dispatcher
 
         pool = s.connection_pool
         per_host = s.max_connections_per_host
@@ -452,6 +471,11 @@ class Client:
     def route_database(self) -> RouteDatabase:
         return self._route_database
 
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """The ``fastnet.Dispatcher`` that runs this client's enqueued calls (shared with siblings)."""
+        return self._dispatcher
+
     @_same_options(__init__)
     def with_options(self, **changes: Any) -> Client:
         """A sibling client with some options changed, sharing pool, route database and DNS cache."""
@@ -469,6 +493,23 @@ class Client:
         if not isinstance(request, Request):
             raise TypeError(f"new_call() takes a fastnet.Request, not {type(request).__name__}")
         return RealCall(self._core, request)
+
+    def map(
+        self, requests: Iterable[MapItem], *, max_in_flight: int = 32, ordered: bool = False
+    ) -> Iterator[tuple[MapItem, Response | Exception]]:
+        """Run many requests at once; yields ``(item, response_or_error)`` as each completes.
+
+        ``requests`` holds URLs (fetched with GET) or ``fastnet.Request`` objects, and is consumed lazily:
+        a crawler can feed it from a generator. At most ``max_in_flight`` requests run or wait to be
+        yielded at a time, so memory stays bounded; each response's body is read before it is yielded.
+        With ``ordered=True`` results come in input order. Failures are yielded (an exception in place
+        of the response), not raised. Breaking out of the loop cancels what is in flight.
+
+        >>> for url, result in client.map(urls, max_in_flight=64):
+        ...     if isinstance(result, Exception): log.warning("%s failed: %s", url, result)
+        ...     else: store(url, result.content)
+        """
+        return map_calls(self, requests, max_in_flight, ordered)
 
     def request(
         self,

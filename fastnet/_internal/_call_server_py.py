@@ -15,6 +15,7 @@ from fastnet._internal.chain import InternalInterceptor
 from fastnet._internal.http1.codec import expects_continue, open_response, request_framing, request_head
 from fastnet._internal.http1.parser import BODY_NONE
 from fastnet.exceptions import NetworkError
+from fastnet.timings import new_timings
 
 if TYPE_CHECKING:
     from fastnet._internal.chain import RealInterceptorChain
@@ -39,6 +40,15 @@ class CallServerInterceptor(InternalInterceptor):
         exchange.head_request = head_request
         head = request_head(request, conn.http_proxy, conn.proxy_authorization)
         framing = request_framing(request)
+        timings = new_timings(call.started_at, call.queued)
+        if conn.exchange_count:
+            timings.reused = True
+        else:
+            timings.dns = conn.dns_time
+            timings.connect = conn.connect_time
+            timings.tls = conn.tls_time
+        timings.remote_address = conn.remote_address
+        exchange.timings = timings
         try:
             early = exchange.write_request(head, request.body, framing, expects_continue(request))
             parsed = early if early is not None else exchange.read_head(head_request)
@@ -53,6 +63,7 @@ class CallServerInterceptor(InternalInterceptor):
             raise
         if early is not None:
             conn.no_new_exchanges = True  # the body was never sent: the connection cannot be reused
+        response.timings = timings
         body_mode = parsed[4]
         exchange.body_mode = body_mode
         exchange.content_encoding = parsed[7]

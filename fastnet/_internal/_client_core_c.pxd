@@ -24,6 +24,7 @@ cdef class ClientCore:
     cdef public frozenset sensitive_headers
     cdef public long long max_body_size
     cdef public bint closed
+    cdef public object dispatcher
     cdef object __weakref__
 
     cpdef object new_events(self, object call)

@@ -51,6 +51,7 @@ class ClientCore:
         "sensitive_headers",
         "max_body_size",
         "closed",
+        "dispatcher",
         "__weakref__",
     )
     connect_timeout: float  # seconds; 0.0 means no timeout, as for the three below
@@ -73,6 +74,7 @@ class ClientCore:
     sensitive_headers: frozenset[str]  # lowercased
     max_body_size: int  # 0: no limit
     closed: bool  # client.close() was called: new calls raise
+    dispatcher: Any  # the fastnet.Dispatcher that runs enqueued calls
 
     def __init__(self) -> None:
         self.connect_timeout = 10.0
@@ -93,6 +95,7 @@ class ClientCore:
         self.sensitive_headers = frozenset()
         self.max_body_size = MAX_BODY_SIZE
         self.closed = False
+        self.dispatcher = None
 
     def new_events(self, call: Any) -> Any:
         """The event listener of a new call: the factory's, else the shared one (None: no events)."""

@@ -1,5 +1,6 @@
 # Declarations that compile _real_call_py.py as the typed module _real_call_c (Cython pure-Python mode).
 cimport cython
+from fastnet._internal._clock_c cimport monotonic
 from fastnet._headers_c cimport Headers
 from fastnet._internal._chain_c cimport RealInterceptorChain, first_chain
 from fastnet._internal._client_core_c cimport ClientCore
@@ -19,8 +20,10 @@ cdef class RealCall(ConnectionUser):
     cdef public object wakeup
     cdef object __weakref__
 
-    @cython.locals(client=ClientCore, chain=RealInterceptorChain, response=Response)
     cpdef Response execute(self)
+
+    @cython.locals(client=ClientCore, chain=RealInterceptorChain, response=Response, started=double)
+    cpdef Response run(self)
     cpdef object canceled_error(self, object request)
 
     @cython.locals(conn=RealConnection, was_fresh=bint)

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from fastnet._internal.chain import first_chain
 from fastnet._internal.client_core import watchdog
+from fastnet._internal.clock import monotonic
 from fastnet._internal.connection.connection_user import ConnectionUser
 from fastnet.exceptions import CallTimeout, CanceledError, NetworkError, PoolTimeout
 from fastnet.headers import EMPTY_HEADERS
@@ -72,16 +74,35 @@ class RealCall(ConnectionUser):
         return self.canceled
 
     def execute(self) -> Response:
-        """Run the call through the interceptor chain; returns a response whose body may stream."""
+        """Run the call through the interceptor chain on this thread; returns a response whose body may
+        stream. A call runs once: ``execute()`` or ``enqueue()``."""
         if self.executed:
             raise RuntimeError("Already Executed")
         self.executed = True
+        return self.run()
+
+    def enqueue(self, callback: Any = None, *, stream: bool = False) -> Future[Response]:
+        """Run the call on the client's dispatcher; returns a ``concurrent.futures.Future`` of the response.
+
+        ``callback`` (optional) has ``on_response(call, response)`` and ``on_failure(call, error)``, run on
+        the dispatcher's thread before the future resolves. The body is read before either, unless
+        ``stream=True``: then the callback (or whoever takes the future's result) must close it.
+        """
+        if self.executed:
+            raise RuntimeError("Already Executed")
+        self.executed = True
+        future: Future[Response] = self.client.dispatcher.enqueue(self, callback, stream)
+        return future
+
+    def run(self) -> Response:
+        """The work of ``execute()``, for a call already marked as executed (the dispatcher runs this)."""
         client = self.client
         if client.closed:
             raise RuntimeError("the client is closed: make a new fastnet.Client")
         events = self.events
+        self.started_at = started = monotonic()
         if client.call_timeout > 0:
-            self.deadline = time.monotonic() + client.call_timeout
+            self.deadline = started + client.call_timeout
             watchdog().watch(self)
         if events is not None:
             events.call_start(self)
@@ -244,6 +265,8 @@ def _init_call(call: RealCall, client: ClientCore, request: Request) -> None:
     call.finder = None
     call.last_failure = None
     call.retry_route = None
+    call.started_at = 0.0
+    call.queued = 0.0
     call.max_body_size = client.max_body_size
     call.deadline = 0.0
     call.finished = False

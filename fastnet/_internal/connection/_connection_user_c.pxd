@@ -14,6 +14,8 @@ cdef class ConnectionUser:
     cdef public object exchange
     cdef public object last_failure
     cdef public object retry_route
+    cdef public double started_at
+    cdef public double queued
 
     cpdef object canceled_error(self, object request)
     cpdef exchange_done(self, RealConnection conn, bint reusable)

@@ -48,6 +48,8 @@ class ConnectionUser:
         "exchange",
         "last_failure",
         "retry_route",
+        "started_at",
+        "queued",
     )
     events: Any  # the call's EventListener, or None when no listener is configured
     canceled: bool
@@ -61,6 +63,8 @@ class ConnectionUser:
     # (connection, was_fresh) of the last exchange that failed on I/O: what recover() decides from
     last_failure: tuple[RealConnection, bool] | None
     retry_route: Route | None  # after a stale pooled connection failed: reconnect on this route first
+    started_at: float  # monotonic time the call started executing (for response.timings)
+    queued: float  # seconds the call waited in a dispatcher before it started
 
     def canceled_error(self, request: Request) -> NetworkError:
         """The error a canceled call ends with: CallTimeout or CanceledError."""

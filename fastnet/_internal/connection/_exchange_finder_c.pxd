@@ -1,5 +1,6 @@
 # Declarations that compile _exchange_finder_py.py as the typed module _exchange_finder_c.
 cimport cython
+from fastnet._internal._clock_c cimport monotonic
 from fastnet._internal._route_selector_c cimport RouteSelector
 from fastnet._internal.connection._connection_user_c cimport ConnectionUser
 from fastnet._internal.connection._connector_c cimport Connector
@@ -28,6 +29,8 @@ cdef class ExchangeFinder:
     cdef public bint canceled
     cdef public object connecting
     cdef public set tried
+    cdef public double dns_time
+    cdef public double tls_time
     cdef dict _proxy_ips
 
     @cython.locals(pool=RealConnectionPool)

@@ -28,6 +28,7 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
+from fastnet._internal.clock import monotonic
 from fastnet._internal.connection.happy_eyeballs import connect_tcp
 from fastnet._internal.connection.real_connection import RealConnection, set_socket_timeouts
 from fastnet._internal.connection.sockets import close_quietly, hostport
@@ -145,6 +146,8 @@ class ExchangeFinder:
         "canceled",
         "connecting",
         "tried",
+        "dns_time",
+        "tls_time",
         "_proxy_ips",
     )
     connector: Connector
@@ -155,6 +158,8 @@ class ExchangeFinder:
     canceled: bool
     connecting: Any  # the socket being connected, so cancel() can abort the connect
     tried: set[Route]  # routes this finder connected or failed to connect: never offered twice
+    dns_time: float  # seconds spent selecting routes (resolving names), for response.timings
+    tls_time: float  # seconds of the last origin TLS handshake
     _proxy_ips: dict[str, str]
 
     def __init__(self, connector: Connector, user: ConnectionUser, address: Address) -> None:
@@ -171,6 +176,8 @@ class ExchangeFinder:
         self.canceled = False
         self.connecting = None
         self.tried = set()
+        self.dns_time = 0.0
+        self.tls_time = 0.0
         self._proxy_ips = {}
 
     def _selector(self) -> RouteSelector:
@@ -289,6 +296,7 @@ class ExchangeFinder:
                 selector = self._selector()
                 if not selector.has_next():
                     break
+                started = monotonic()
                 try:
                     self.pending = list(next(selector))
                 except StopIteration:
@@ -298,6 +306,8 @@ class ExchangeFinder:
                     exc._locate(None, "dns" if isinstance(exc, UnknownHostError) else "connect")
                     selection_errors.append(exc)
                     continue
+                finally:
+                    self.dns_time += monotonic() - started
                 if not self.pending:
                     continue
             routes = self.pending
@@ -309,6 +319,7 @@ class ExchangeFinder:
                     for route in routes:
                         tcp_failed(route, exc)
                     continue
+            connect_started = monotonic()
             try:
                 sock, route, failures = connect_tcp(
                     routes,
@@ -349,6 +360,10 @@ class ExchangeFinder:
             proxy = route.proxy
             http_proxy = proxy.type is ProxyType.HTTP and not route.requires_tunnel
             conn = RealConnection(sock, route, self.address, self.address.is_https, http_proxy)
+            conn.dns_time = self.dns_time
+            conn.tls_time = self.tls_time
+            conn.connect_time = max(0.0, monotonic() - connect_started - self.tls_time)
+            conn.remote_address = self._target_of(route)
             if not conn.is_tls:
                 # the kernel timeouts _establish set: the first set_timeouts() skips equal values
                 conn.read_timeout = conn.write_timeout = handshake_timeout
@@ -441,9 +456,11 @@ class ExchangeFinder:
                         lambda: self._reconnect(route, target, connect_timeout, handshake_timeout),
                     )
             if address.is_https:
+                tls_started = monotonic()
                 sock = wrap_tls(
                     sock, address.host, address.port, address.ssl_context, connector.tls_sessions, user
                 )
+                self.tls_time = monotonic() - tls_started
         except BaseException as exc:
             close_quietly(sock)  # idempotent: wrap_tls and open_tunnel already closed what they own
             if isinstance(exc, NetworkError):

@@ -26,6 +26,10 @@ cdef class RealConnection:
     cdef public bint http_proxy
     cdef public object tls_version
     cdef public object proxy_authorization
+    cdef public double dns_time
+    cdef public double connect_time
+    cdef public double tls_time
+    cdef public object remote_address
     cdef object __weakref__
 
     cpdef set_timeouts(self, double read_timeout, double write_timeout)

@@ -68,6 +68,10 @@ class RealConnection:
         "http_proxy",
         "tls_version",
         "proxy_authorization",
+        "dns_time",
+        "connect_time",
+        "tls_time",
+        "remote_address",
         "__weakref__",
     )
 
@@ -90,6 +94,11 @@ class RealConnection:
     http_proxy: bool  # requests go to an HTTP proxy in absolute form (no tunnel)
     tls_version: str | None
     proxy_authorization: str | None
+    # how long opening this connection took, by phase (seconds; for response.timings)
+    dns_time: float
+    connect_time: float
+    tls_time: float
+    remote_address: tuple[str, int] | None  # where the socket is connected (a proxy's, through a proxy)
 
     def __init__(
         self, sock: Any, route: Route | None, address: Address, is_tls: bool = False, http_proxy: bool = False
@@ -114,6 +123,10 @@ class RealConnection:
         self.http_proxy = http_proxy
         self.tls_version = None
         self.proxy_authorization = None
+        self.dns_time = 0.0
+        self.connect_time = 0.0
+        self.tls_time = 0.0
+        self.remote_address = None
 
     def set_timeouts(self, read_timeout: float, write_timeout: float) -> None:
         sock = self.sock

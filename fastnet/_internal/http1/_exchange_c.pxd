@@ -1,5 +1,7 @@
 # Declarations that compile _exchange_py.py as the typed module _exchange_c (Cython pure-Python mode).
 cimport cython
+from fastnet._internal._clock_c cimport monotonic
+from fastnet._timings_c cimport Timings
 from fastnet._internal.connection._connection_user_c cimport ConnectionUser
 from fastnet._internal.connection._real_connection_c cimport RealConnection
 from fastnet._internal.http1._codec_c cimport frame_chunk, map_io_error
@@ -21,14 +23,15 @@ cdef class Exchange(ResponseBodySource):
     cdef public str content_encoding
     cdef public bint headers_started
     cdef public bint body_started
+    cdef public Timings timings
 
-    @cython.locals(conn=RealConnection, data=bytes, user=ConnectionUser, wrote_head=bint)
+    @cython.locals(conn=RealConnection, data=bytes, user=ConnectionUser, wrote_head=bint, timings=Timings)
     cpdef object write_request(self, bytes head, RequestBody body, long long framing, bint expect_continue)
 
     @cython.locals(user=ConnectionUser, total=cython.longlong, chunked=bint)
     cpdef write_body(self, RequestBody body, long long framing)
 
-    @cython.locals(conn=RealConnection, n=Py_ssize_t)
+    @cython.locals(conn=RealConnection, n=Py_ssize_t, timings=Timings)
     cpdef Py_ssize_t fill(self, bint in_head) except -1
 
     @cython.locals(received=bint, n=Py_ssize_t, parser=ResponseParser, interim=int, status=int)
@@ -46,7 +49,7 @@ cdef class Exchange(ResponseBodySource):
     cpdef bytes read_rest(self)
     cpdef _start_body(self)
 
-    @cython.locals(conn=RealConnection, reusable=bint, user=ConnectionUser)
+    @cython.locals(conn=RealConnection, reusable=bint, user=ConnectionUser, timings=Timings)
     cpdef finish(self, bint complete)
 
     @cython.locals(conn=RealConnection)

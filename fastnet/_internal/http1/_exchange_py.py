@@ -36,6 +36,7 @@ import time
 import zlib
 from typing import TYPE_CHECKING, Any
 
+from fastnet._internal.clock import monotonic
 from fastnet._internal.http1.codec import (
     CHUNKED,
     LAST_CHUNK,
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from fastnet._internal.connection.connection_user import ConnectionUser
     from fastnet._internal.connection.real_connection import RealConnection
     from fastnet.request import Request, RequestBody
+    from fastnet.timings import Timings
 
 __all__ = ["DECODED_CHUNK", "DRAIN_TIMEOUT", "Exchange", "new_exchange"]
 
@@ -90,6 +92,7 @@ class Exchange(ResponseBodySource):
         "content_encoding",
         "headers_started",
         "body_started",
+        "timings",
     )
     user: ConnectionUser
     connection: RealConnection
@@ -103,6 +106,7 @@ class Exchange(ResponseBodySource):
     content_encoding: str
     headers_started: bool  # response_headers_start has been reported
     body_started: bool  # response_body_start has been reported
+    timings: Timings | None  # what the response's timings are made of (this exchange's timestamps)
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -117,18 +121,25 @@ class Exchange(ResponseBodySource):
         conn = self.connection
         user = self.user
         events = user.events
+        timings = self.timings
+        if timings is not None:
+            timings.request_start = monotonic()
         if events is not None:
             events.request_headers_start(user)
         wrote_head = False
         try:
             if body is None:
                 conn.sendall(head if framing != CHUNKED else head + LAST_CHUNK)
+                if timings is not None:
+                    timings.request_end = monotonic()
                 if events is not None:
                     events.request_headers_end(user, self.request)
                 return None
             data = body.content
             if data is not None and framing == len(data) and len(data) <= SMALL_BODY and not expect_continue:
                 conn.sendall(head + data if data else head)
+                if timings is not None:
+                    timings.request_end = monotonic()
                 if events is not None:
                     events.request_headers_end(user, self.request)
                     events.request_body_start(user)
@@ -143,6 +154,8 @@ class Exchange(ResponseBodySource):
                 if early is not None:
                     return early
             self.write_body(body, framing)
+            if timings is not None:
+                timings.request_end = monotonic()
         except NetworkError as exc:
             self.failed = True
             if events is not None:
@@ -216,6 +229,10 @@ class Exchange(ResponseBodySource):
             raise self.map_error(exc, "read") from exc
         if n:
             conn.parser.feed_from(conn.buf, n)
+            if in_head:
+                timings = self.timings
+                if timings is not None and timings.first_byte_at == 0.0:
+                    timings.first_byte_at = monotonic()
         elif self.user.canceled:  # cancel() shut the socket down: that is no peer EOF
             self.failed = True
             raise self.map_error(CanceledError("canceled"), "read")
@@ -432,10 +449,14 @@ class Exchange(ResponseBodySource):
         conn.exchange_count += 1
         user = self.user
         events = user.events
-        if events is not None and complete:
-            if not self.body_started:
-                self._start_body()  # nothing was read: the body ended as it was opened
-            events.response_body_end(user, self.body_bytes)
+        if complete:
+            timings = self.timings
+            if timings is not None:
+                timings.body_end = monotonic()
+            if events is not None:
+                if not self.body_started:
+                    self._start_body()  # nothing was read: the body ended as it was opened
+                events.response_body_end(user, self.body_bytes)
         user.exchange_done(conn, reusable)
 
     def fail_body(self, exc: NetworkError) -> None:
@@ -511,4 +532,5 @@ def new_exchange(user: ConnectionUser, connection: RealConnection, request: Requ
     exchange.content_encoding = ""
     exchange.headers_started = False
     exchange.body_started = False
+    exchange.timings = None
     return exchange

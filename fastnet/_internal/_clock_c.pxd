@@ -1,0 +1,2 @@
+# The compiled clock's declarations, so other units call it in C.
+cpdef double monotonic()

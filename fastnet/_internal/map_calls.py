@@ -1,0 +1,186 @@
+"""``client.map``: many requests at once on threads, results as they complete (or in input order).
+
+Theory of operation
+-------------------
+``max_in_flight`` worker threads share the input iterator (taken under a lock, one item at a time, so a
+generator is consumed lazily and never read ahead) and run each request to the end of its body. A
+token queue of ``max_in_flight`` tokens bounds the work: a worker takes a token before it takes an item,
+and the token comes back only when the consumer has been handed that item's result. So at most
+``max_in_flight`` requests are running or waiting to be yielded, whatever order they finish in, and in
+``ordered`` mode a slow first request makes the others wait for it rather than pile up.
+
+Leaving the loop early (``break``, an exception, closing the generator) stops cleanly: no new item is
+taken, the calls in flight are canceled, the workers are joined and the results nobody took are closed.
+An exception raised by the input iterator itself is raised in the consumer after the results before it.
+
+The calls run on their own threads, not on the client's dispatcher: ``max_in_flight`` is the one limit
+(use ``max_connections_per_host`` on the pool for politeness per host).
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from fastnet.request import Request
+from fastnet.url import URL
+
+if TYPE_CHECKING:
+    from fastnet._internal.real_call import RealCall
+    from fastnet.client import Client
+    from fastnet.response import Response
+
+__all__ = ["MapItem", "map_calls"]
+
+#: What ``client.map`` takes: a URL string, a ``fastnet.URL`` or a ``fastnet.Request`` (GET for a URL).
+MapItem = str | URL | Request
+
+_END = object()  # a worker's "the input is exhausted" (or failed) marker
+
+
+def map_calls(
+    client: Client, requests: Iterable[MapItem], max_in_flight: int, ordered: bool
+) -> Iterator[tuple[MapItem, Response | Exception]]:
+    """The machinery of ``Client.map`` (see there)."""
+    if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1:
+        raise ValueError(f"max_in_flight must be an int >= 1, not {max_in_flight!r}")
+    run = _Run(client, iter(requests), max_in_flight)
+    return run.results(ordered)
+
+
+class _Run:
+    """One ``map()``: the shared input, the token queue, the result queue and the workers."""
+
+    def __init__(self, client: Client, items: Iterator[MapItem], width: int) -> None:
+        self.client = client
+        self.items = items
+        self.items_lock = threading.Lock()
+        self.counter = itertools.count()
+        self.exhausted = False
+        self.input_error: BaseException | None = None
+        self.tokens: queue.SimpleQueue[object] = queue.SimpleQueue()
+        for _ in range(width):
+            self.tokens.put(None)
+        self.out: queue.SimpleQueue[tuple[int, Any, Any]] = queue.SimpleQueue()
+        self.stopping = False
+        self.calls: dict[int, RealCall] = {}
+        self.calls_lock = threading.Lock()
+        self.workers = [
+            threading.Thread(target=self._work, name=f"fastnet-map-{n}", daemon=True) for n in range(width)
+        ]
+        self.started = False
+
+    # -- workers --------------------------------------------------------------------------------
+
+    def _next(self) -> tuple[int, MapItem] | None:
+        with self.items_lock:
+            if self.exhausted or self.stopping:
+                return None
+            try:
+                item = next(self.items)
+            except StopIteration:
+                self.exhausted = True
+                return None
+            except BaseException as exc:  # noqa: BLE001 - the input's own failure, raised in the consumer
+                self.exhausted = True
+                self.input_error = exc
+                return None
+            return next(self.counter), item
+
+    def _work(self) -> None:
+        client = self.client
+        while True:
+            self.tokens.get()
+            taken = self._next()
+            if taken is None:
+                self.out.put((-1, _END, None))
+                return
+            index, item = taken
+            outcome: Any
+            try:
+                request = item if isinstance(item, Request) else Request("GET", item)
+                call = client.new_call(request)
+            except Exception as exc:  # a bad URL or request: that item's outcome
+                self.out.put((index, item, exc))
+                continue
+            with self.calls_lock:
+                self.calls[index] = call
+            try:
+                response = call.execute()
+                if response._source is not None:
+                    try:
+                        response.read()
+                    except BaseException:
+                        response.close()
+                        raise
+                outcome = response
+            except Exception as exc:  # noqa: BLE001 - network failures and the like are results
+                outcome = exc
+            finally:
+                with self.calls_lock:
+                    self.calls.pop(index, None)
+            self.out.put((index, item, outcome))
+
+    # -- the consumer ---------------------------------------------------------------------------
+
+    def results(self, ordered: bool) -> Iterator[tuple[MapItem, Response | Exception]]:
+        for worker in self.workers:
+            worker.start()
+        self.started = True
+        running = len(self.workers)
+        pending: dict[int, tuple[Any, Any]] = {}
+        expected = 0
+        try:
+            while running:
+                index, item, outcome = self.out.get()
+                if item is _END:
+                    running -= 1
+                    continue
+                if not ordered:
+                    self.tokens.put(None)
+                    yield item, outcome
+                    continue
+                pending[index] = (item, outcome)
+                while expected in pending:
+                    item, outcome = pending.pop(expected)
+                    expected += 1
+                    self.tokens.put(None)
+                    yield item, outcome
+            # every worker ended: the ordered buffer is empty unless an index was skipped
+            for index in sorted(pending):
+                item, outcome = pending.pop(index)
+                yield item, outcome
+            if self.input_error is not None:
+                raise self.input_error
+        finally:
+            self._stop(pending)
+
+    def _stop(self, pending: dict[int, tuple[Any, Any]]) -> None:
+        """Leave cleanly: no new items, cancel what runs, join the workers, close unclaimed responses."""
+        if not self.started:
+            return
+        with self.items_lock:
+            self.stopping = True
+        with self.calls_lock:
+            calls = list(self.calls.values())
+        for call in calls:
+            call.cancel()
+        for _ in self.workers:
+            self.tokens.put(None)  # wake any worker waiting for a token: it will find stopping set
+        for worker in self.workers:
+            worker.join(timeout=30)
+        leftovers = list(pending.values())
+        while True:
+            try:
+                _index, item, outcome = self.out.get_nowait()
+            except queue.Empty:
+                break
+            if item is not _END:
+                leftovers.append((item, outcome))
+        for _item, outcome in leftovers:
+            close = getattr(outcome, "close", None)
+            if close is not None:
+                close()
