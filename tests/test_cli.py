@@ -71,9 +71,16 @@ def test_cli_verbose_shows_request_and_timings(server: MockServer) -> None:
     assert result.returncode == 0, result.stderr
     assert "> GET " in result.stdout and "> Host: 127.0.0.1:" in result.stdout
     assert "HTTP/1.1 200 OK" in result.stdout
-    for phase in ("call start", "connect start", "request sent", "response head received", "call end"):
-        assert phase in result.stderr
-    assert " ms " in result.stderr
+    # every event of the call, from LoggingEventListener, then the response's timings
+    for event in (
+        "call start",
+        "connect start",
+        "request headers end",
+        "response headers end 200 OK",
+        "call end",
+    ):
+        assert event in result.stderr
+    assert " ms " in result.stderr and "<Timings total=" in result.stderr
 
 
 def test_cli_error_exit() -> None:

@@ -1,16 +1,15 @@
 """The ``fastnet`` command line: ``fastnet get URL [-H 'Name: value'] [-d DATA] [-X METHOD] [-v]``.
 
 Prints the status line, the response headers and the body. ``-v`` adds the request that was sent and
-the time of each phase (DNS, connect, TLS, request, first byte, body), measured with an
-``EventListener``. With no URL it starts the embedded ``MockServer`` on loopback and fetches from it,
+every event of the call with its time (``LoggingEventListener``), then the response's timings. With no URL it starts the embedded ``MockServer`` on loopback and fetches from it,
 so ``fastnet get`` works on a machine without any network.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
-import time
 from typing import Any
 
 import fastnet
@@ -19,53 +18,15 @@ from fastnet.testing import MockResponse, MockServer
 __all__ = ["main"]
 
 
-class PhaseTimer(fastnet.EventListener):
-    """Records when each phase of a call starts and ends."""
-
-    def __init__(self) -> None:
-        self.marks: list[tuple[str, float]] = []
-
-    def _mark(self, name: str) -> None:
-        self.marks.append((name, time.perf_counter()))
-
-    def call_start(self, call: Any) -> None:
-        self._mark("call start")
-
-    def dns_start(self, call: Any, host: str) -> None:
-        self._mark("dns start")
-
-    def dns_end(self, call: Any, host: str, addresses: list[str]) -> None:
-        self._mark(f"dns end ({', '.join(addresses)})")
-
-    def connect_start(self, call: Any, route: Any) -> None:
-        self._mark(f"connect start ({route})")
-
-    def secure_connect_start(self, call: Any) -> None:
-        self._mark("tls start")
-
-    def secure_connect_end(self, call: Any, tls_version: str | None) -> None:
-        self._mark(f"tls end ({tls_version})")
-
-    def connect_end(self, call: Any, route: Any) -> None:
-        self._mark("connect end")
-
-    def request_headers_end(self, call: Any, request: Any) -> None:
-        self._mark("request sent")
-
-    def response_headers_end(self, call: Any, response: Any) -> None:
-        self._mark("response head received")
-
-    def response_body_end(self, call: Any, byte_count: int) -> None:
-        self._mark(f"body received ({byte_count} bytes)")
-
-    def call_end(self, call: Any) -> None:
-        self._mark("call end")
-
-    def report(self) -> str:
-        if not self.marks:
-            return ""
-        t0 = self.marks[0][1]
-        return "\n".join(f"* {(t - t0) * 1000:9.3f} ms  {name}" for name, t in self.marks)
+def _event_log() -> fastnet.LoggingEventListener:
+    """``-v``: every event of the call on stderr, with the milliseconds since it started."""
+    logger = logging.getLogger("fastnet.events.cli")
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("* %(message)s"))
+    logger.handlers[:] = [handler]
+    return fastnet.LoggingEventListener(logger)
 
 
 def _demo_server() -> Any:
@@ -112,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         server = _demo_server()
         url = server.url("/")
     method = args.method or ("POST" if args.data is not None else "GET")
-    timer = PhaseTimer() if args.verbose else None
+    listener = _event_log() if args.verbose else None
     sent: list[Any] = []
 
     def capture(chain: Any) -> Any:  # a network interceptor: sees the request as it goes on the wire
@@ -124,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             connect_timeout=args.timeout,
             read_timeout=args.timeout,
             write_timeout=args.timeout,
-            event_listener=timer,
+            event_listener=listener,
             network_interceptors=[capture] if args.verbose else [],
             verify=not args.insecure,
         ) as client:
@@ -152,8 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             out.flush()
             sys.stdout.buffer.write(response.content)
             sys.stdout.buffer.flush()
-            if timer is not None:
-                print("\n" + timer.report(), file=sys.stderr)
+            if args.verbose and response.timings is not None:
+                print(f"* {response.timings!r}", file=sys.stderr)
     finally:
         if server is not None:
             server.shutdown()
