@@ -3,6 +3,7 @@ from fastnet._internal._route_database_c cimport RouteDatabase
 from fastnet._route_c cimport Address, Route, is_ip_literal
 
 
+cpdef list ips_of(object answer, object dns, str host)
 cpdef list reorder_for_happy_eyeballs(list ips)
 
 
@@ -22,5 +23,7 @@ cdef class RouteSelector:
     cdef _select_proxies(self, bint fallback_to_direct, object events)
     cdef list _ask_selector(self, object selector, object url)
     cpdef bint has_next(self)
-    cdef list _routes_for(self, object proxy)
+    cpdef tuple next_target(self)
+    cpdef list routes_for(self, object proxy, Py_ssize_t port, list ips)
+    cpdef list take_postponed(self)
     cdef list _resolve(self, str host)

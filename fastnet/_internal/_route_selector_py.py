@@ -22,9 +22,26 @@ from fastnet.proxy import Proxy
 from fastnet.route import Address, Route, is_ip_literal
 from fastnet.url import URL
 
-__all__ = ["RouteSelector", "reorder_for_happy_eyeballs"]
+__all__ = ["RouteSelector", "ips_of", "reorder_for_happy_eyeballs"]
 
 _DIRECT = Proxy.NO_PROXY
+
+
+def ips_of(answer: Any, dns: Any, host: str) -> list[Any]:
+    """A resolver's answer as IP strings (it may give strings, ``(ip, ...)`` tuples or address objects);
+    ``UnknownHostError`` when it gave none."""
+    ips: list[Any] = []
+    if answer is not None:
+        for item in answer:
+            if type(item) is str:
+                ips.append(item)
+            elif isinstance(item, tuple):
+                ips.append(str(item[0]))
+            else:
+                ips.append(str(item))
+    if not ips:
+        raise UnknownHostError(f"{dns} returned no addresses for {host}", phase="dns")
+    return ips
 
 
 def reorder_for_happy_eyeballs(ips: list[Any]) -> list[Any]:
@@ -196,26 +213,35 @@ class RouteSelector:
         return self
 
     def __next__(self) -> list[Route]:
+        # the blocking form of the selection; the asyncio finder runs the same steps with an awaited lookup
+        while True:
+            target = self.next_target()
+            if target is None:
+                postponed = self.take_postponed()
+                if postponed:
+                    return postponed
+                raise StopIteration
+            proxy, host, port, resolve = target
+            ips = self._resolve(host) if resolve else [host]
+            routes = self.routes_for(proxy, port, ips)
+            if routes:
+                return routes
+
+    def next_target(self) -> tuple[Proxy, str, int, bool] | None:
+        """The next proxy to try: ``(proxy, host, port, resolve)``, where ``host`` is what to connect to (the
+        proxy's host for an HTTP proxy, else the origin's) and ``resolve`` says whether it needs a DNS
+        lookup (not for an IP literal, nor when a SOCKS proxy resolves names). None when every proxy has
+        been offered; a pending error (a failing proxy selector) or a bad port is raised here."""
         error = self._pending_error
         if error is not None:
             self._pending_error = None
             raise error
         proxies = self._proxies
-        while self._next_proxy < len(proxies):
-            proxy = proxies[self._next_proxy]
-            # advance first: a DNS failure for this proxy must not stop the next one being tried
-            self._next_proxy += 1
-            routes = self._routes_for(proxy)
-            if routes:
-                return routes
-        postponed = self._postponed
-        if postponed:
-            self._postponed = []
-            return postponed
-        raise StopIteration
-
-    def _routes_for(self, proxy: Proxy) -> list[Route]:
-        """This proxy's non-postponed routes; postponed ones are set aside for the end."""
+        if self._next_proxy >= len(proxies):
+            return None
+        proxy = proxies[self._next_proxy]
+        # advance first: a DNS failure for this proxy must not stop the next one being tried
+        self._next_proxy += 1
         address = self.address
         host: str
         port: int
@@ -227,13 +253,14 @@ class RouteSelector:
             port = address.port
         if port < 1 or port > 65535:
             raise RouteError(f"No route to {host}:{port}; port is out of range")
-        ips: list[Any]
-        if (proxy.is_socks and proxy.remote_dns) or is_ip_literal(host):
-            ips = [host]
-        else:
-            ips = self._resolve(host)
-            if self._happy:
-                ips = reorder_for_happy_eyeballs(ips)
+        return proxy, host, port, not ((proxy.is_socks and proxy.remote_dns) or is_ip_literal(host))
+
+    def routes_for(self, proxy: Proxy, port: int, ips: list[Any]) -> list[Route]:
+        """The routes of ``proxy`` over the addresses ``ips`` (a lookup's answer, or the host itself),
+        interleaved by family with Happy Eyeballs; recently failed ones are set aside for the end."""
+        if self._happy and len(ips) > 1:
+            ips = reorder_for_happy_eyeballs(ips)
+        address = self.address
         db = self._db
         good: list[Route] = []
         for ip in ips:
@@ -244,21 +271,16 @@ class RouteSelector:
                 good.append(route)
         return good
 
+    def take_postponed(self) -> list[Route]:
+        """The routes set aside as recently failed, once every proxy's good routes were offered."""
+        postponed = self._postponed
+        self._postponed = []
+        return postponed
+
     def _resolve(self, host: str) -> list[Any]:
         if self._dns_start is not None:
             self._dns_start(host)
-        answer = self._lookup(host)
-        ips: list[Any] = []
-        if answer is not None:
-            for item in answer:
-                if type(item) is str:
-                    ips.append(item)
-                elif isinstance(item, tuple):
-                    ips.append(str(item[0]))
-                else:
-                    ips.append(str(item))
-        if not ips:
-            raise UnknownHostError(f"{self._dns} returned no addresses for {host}", phase="dns")
+        ips = ips_of(self._lookup(host), self._dns, host)
         if self._dns_end is not None:
             self._dns_end(host, list(ips))
         return ips

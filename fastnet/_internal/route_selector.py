@@ -6,10 +6,11 @@ from typing import TYPE_CHECKING
 
 from fastnet import _compat
 
-__all__ = ["RouteSelector", "reorder_for_happy_eyeballs"]
+__all__ = ["RouteSelector", "ips_of", "reorder_for_happy_eyeballs"]
 
 if TYPE_CHECKING:
     from fastnet._internal._route_selector_py import RouteSelector as RouteSelector
+    from fastnet._internal._route_selector_py import ips_of as ips_of
     from fastnet._internal._route_selector_py import reorder_for_happy_eyeballs as reorder_for_happy_eyeballs
 else:
     _compat.install(

@@ -1,8 +1,9 @@
 """The ``fastnet`` command line: ``fastnet get URL [-H 'Name: value'] [-d DATA] [-X METHOD] [-v]``.
 
 Prints the status line, the response headers and the body. ``-v`` adds the request that was sent and
-every event of the call with its time (``LoggingEventListener``), then the response's timings. With no URL it starts the embedded ``MockServer`` on loopback and fetches from it,
-so ``fastnet get`` works on a machine without any network.
+every event of the call with its time (``LoggingEventListener``), then the response's timings. With no
+URL it starts the embedded ``MockServer`` on loopback and fetches from it, so ``fastnet get`` works on a
+machine without any network.
 """
 
 from __future__ import annotations

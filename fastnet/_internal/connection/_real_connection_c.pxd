@@ -32,6 +32,12 @@ cdef class RealConnection:
     cdef public object remote_address
     cdef object __weakref__
 
+    cpdef write(self, bytes data)
+    cpdef drain(self)
+
+    @cython.locals(n=Py_ssize_t)
+    cpdef Py_ssize_t fill(self) except -1
+    cpdef tuple receive_body(self, bytes head, Py_ssize_t total)
     cpdef set_timeouts(self, double read_timeout, double write_timeout)
     cpdef bint is_healthy(self)
     cpdef close(self)

@@ -16,7 +16,7 @@ import time
 from ssl import SSLSocket as _SSLSocket
 from typing import TYPE_CHECKING, Any
 
-from fastnet._internal.http1.parser import ResponseParser
+from fastnet._internal.http1.parser import ResponseParser, receive_exact
 
 if TYPE_CHECKING:
     from fastnet.route import Address, Route
@@ -127,6 +127,27 @@ class RealConnection:
         self.connect_time = 0.0
         self.tls_time = 0.0
         self.remote_address = None
+
+    # -- I/O: what an exchange calls (the asyncio connection has the same methods, as coroutines) --
+
+    def write(self, data: bytes) -> None:
+        """Send all of ``data`` (blocking, bounded by the write timeout)."""
+        self.sendall(data)
+
+    def drain(self) -> None:
+        """Wait until written data has left (nothing to wait for on a blocking socket)."""
+
+    def fill(self) -> int:
+        """One receive into the connection's buffer, fed to the parser; 0 means the peer closed."""
+        n: int = self.recv_into(self.buf)
+        if n:
+            self.parser.feed_from(self.buf, n)
+        return n
+
+    def receive_body(self, head: bytes, total: int) -> tuple[bytes, int]:
+        """The rest of a ``total``-byte body, ``head`` of which is in hand, received straight into the
+        ``bytes`` object returned: ``(body, received)``; ``received < total`` means the peer closed."""
+        return receive_exact(self.recv_into, head, total)
 
     def set_timeouts(self, read_timeout: float, write_timeout: float) -> None:
         sock = self.sock

@@ -28,7 +28,7 @@ cdef class Exchange(ResponseBodySource):
     @cython.locals(conn=RealConnection, data=bytes, user=ConnectionUser, wrote_head=bint, timings=Timings)
     cpdef object write_request(self, bytes head, RequestBody body, long long framing, bint expect_continue)
 
-    @cython.locals(user=ConnectionUser, total=cython.longlong, chunked=bint)
+    @cython.locals(user=ConnectionUser, total=cython.longlong, chunked=bint, conn=RealConnection)
     cpdef write_body(self, RequestBody body, long long framing)
 
     @cython.locals(conn=RealConnection, n=Py_ssize_t, timings=Timings)

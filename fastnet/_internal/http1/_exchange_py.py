@@ -45,7 +45,7 @@ from fastnet._internal.http1.codec import (
     frame_chunk,
     map_io_error,
 )
-from fastnet._internal.http1.parser import BODY_LENGTH, BODY_NONE, BODY_UNTIL_CLOSE, receive_exact
+from fastnet._internal.http1.parser import BODY_LENGTH, BODY_NONE, BODY_UNTIL_CLOSE
 from fastnet.exceptions import (
     BodyTooLargeError,
     CanceledError,
@@ -129,7 +129,7 @@ class Exchange(ResponseBodySource):
         wrote_head = False
         try:
             if body is None:
-                conn.sendall(head if framing != CHUNKED else head + LAST_CHUNK)
+                conn.write(head if framing != CHUNKED else head + LAST_CHUNK)
                 if timings is not None:
                     timings.request_end = monotonic()
                 if events is not None:
@@ -137,7 +137,7 @@ class Exchange(ResponseBodySource):
                 return None
             data = body.content
             if data is not None and framing == len(data) and len(data) <= SMALL_BODY and not expect_continue:
-                conn.sendall(head + data if data else head)
+                conn.write(head + data if data else head)
                 if timings is not None:
                     timings.request_end = monotonic()
                 if events is not None:
@@ -145,7 +145,7 @@ class Exchange(ResponseBodySource):
                     events.request_body_start(user)
                     events.request_body_end(user, len(data))
                 return None
-            conn.sendall(head)
+            conn.write(head)
             wrote_head = True
             if events is not None:
                 events.request_headers_end(user, self.request)
@@ -174,7 +174,7 @@ class Exchange(ResponseBodySource):
 
     def write_body(self, body: RequestBody, framing: int) -> None:
         """The body, chunked or as exactly ``framing`` bytes (a shorter or longer body is an error)."""
-        sendall = self.connection.sendall
+        conn = self.connection
         user = self.user
         events = user.events
         if events is not None:
@@ -188,7 +188,7 @@ class Exchange(ResponseBodySource):
                 chunk = chunk.encode("utf-8")
             total += len(chunk)
             if chunked:
-                sendall(frame_chunk(chunk))
+                conn.write(frame_chunk(chunk))
             elif total > framing:
                 raise ProtocolError(
                     f"request body is longer than its Content-Length of {framing} bytes "
@@ -197,9 +197,10 @@ class Exchange(ResponseBodySource):
                     phase="write",
                 )
             else:
-                sendall(chunk)
+                conn.write(chunk)
+            conn.drain()
         if chunked:
-            sendall(LAST_CHUNK)
+            conn.write(LAST_CHUNK)
         elif total != framing:
             raise ProtocolError(
                 f"request body was {total} bytes, but its Content-Length is {framing}",
@@ -223,12 +224,11 @@ class Exchange(ResponseBodySource):
         """One ``recv_into`` the connection's buffer, fed to the parser. Returns the byte count."""
         conn = self.connection
         try:
-            n: int = conn.recv_into(conn.buf)
+            n = conn.fill()
         except OSError as exc:
             self.failed = True
             raise self.map_error(exc, "read") from exc
         if n:
-            conn.parser.feed_from(conn.buf, n)
             if in_head:
                 timings = self.timings
                 if timings is not None and timings.first_byte_at == 0.0:
@@ -377,7 +377,7 @@ class Exchange(ResponseBodySource):
         total = len(first) + remaining
         user = self.user
         try:
-            content, received = receive_exact(conn.recv_into, first, total)
+            content, received = conn.receive_body(first, total)
             if received < total and user.canceled:
                 raise user.canceled_error(self.request)
             if received < total:
