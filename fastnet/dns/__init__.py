@@ -21,7 +21,15 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from fastnet.dns._base import Dns, FunctionDns, as_dns, is_ip_literal, lookup_with_ttl, normalize_hostname
+from fastnet.dns._base import (
+    Dns,
+    FunctionDns,
+    alookup,
+    as_dns,
+    is_ip_literal,
+    lookup_with_ttl,
+    normalize_hostname,
+)
 from fastnet.dns._chain import ChainDns
 from fastnet.dns._doh import BootstrapDns, DohDns
 from fastnet.dns._system import SystemDns
@@ -40,6 +48,7 @@ __all__ = [
     "IpBlacklist",
     "SystemDns",
     "UdpDns",
+    "alookup",
     "as_dns",
     "default_dns",
     "is_ip_literal",

@@ -12,6 +12,7 @@ plain resolver needs neither.
 
 from __future__ import annotations
 
+import inspect
 import socket
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
@@ -21,6 +22,7 @@ from fastnet.exceptions import UnknownHostError
 __all__ = [
     "Dns",
     "FunctionDns",
+    "alookup",
     "as_dns",
     "forward_connect_failed",
     "forward_connected",
@@ -177,6 +179,20 @@ def lookup_with_ttl(resolver: Any, hostname: str) -> tuple[list[str], float | No
     if callable(getattr(resolver, "lookup", None)):
         return list(resolver.lookup(hostname)), None
     return FunctionDns(resolver).lookup(hostname), None
+
+
+async def alookup(resolver: Any, hostname: str) -> Any:
+    """Resolve ``hostname`` on the running event loop (what ``AsyncClient`` does): ``resolver.alookup``
+    when it has one; else its ``lookup`` (or the resolver itself, a callable), whose result is awaited
+    when it is awaitable. A blocking ``lookup`` runs inline and blocks the loop while it runs."""
+    method = getattr(resolver, "alookup", None)
+    if method is not None:
+        return await method(hostname)
+    lookup = getattr(resolver, "lookup", None)
+    answer = lookup(hostname) if lookup is not None else resolver(hostname)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    return answer
 
 
 def forward_connect_failed(target: Any, host: str, ip: str, error: BaseException) -> None:

@@ -145,9 +145,12 @@ class RealConnection:
         return n
 
     def receive_body(self, head: bytes, total: int) -> tuple[bytes, int]:
-        """The rest of a ``total``-byte body, ``head`` of which is in hand, received straight into the
-        ``bytes`` object returned: ``(body, received)``; ``received < total`` means the peer closed."""
-        return receive_exact(self.recv_into, head, total)
+        """The rest of a ``total``-byte body, ``head`` of which the parser already returned, received
+        straight into the ``bytes`` object returned: ``(body, received)``; ``received < total`` means the
+        peer closed. Afterwards the parser stands after what was received."""
+        body, received = receive_exact(self.recv_into, head, total)
+        self.parser.skip_body_bytes(received - len(head))
+        return body, received
 
     def set_timeouts(self, read_timeout: float, write_timeout: float) -> None:
         sock = self.sock

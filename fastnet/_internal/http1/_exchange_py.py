@@ -381,9 +381,6 @@ class Exchange(ResponseBodySource):
             if received < total and user.canceled:
                 raise user.canceled_error(self.request)
             if received < total:
-                parser.skip_body_bytes(received - len(first))
-                parser.feed(b"")
-                parser.read_body()
                 raise ProtocolError(f"unexpected end of stream: {total - received} body bytes missing")
             if user.canceled:
                 raise CanceledError("canceled while reading the response body")
@@ -394,7 +391,6 @@ class Exchange(ResponseBodySource):
             err = self.map_error(exc, "read")
             self.fail_body(err)
             raise err from exc
-        parser.skip_body_bytes(remaining)
         self.body_bytes += total
         if parser.read_body() is None:
             self.finish(True)

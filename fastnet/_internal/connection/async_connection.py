@@ -1,0 +1,313 @@
+"""``AsyncRealConnection``: a connection driven by the running asyncio loop, for ``AsyncClient``.
+
+Theory of operation
+-------------------
+It is a ``RealConnection`` (the pool, the codec and the exchange's bookkeeping see the same fields) whose
+I/O methods are coroutines with the blocking ones' names and meaning: ``write``, ``drain``, ``fill``,
+``receive_body``. That is what lets one exchange source serve both clients (``scripts/unasync.py``
+makes the blocking exchange from the asyncio one).
+
+The socket belongs to an asyncio transport whose protocol is a ``BufferedProtocol``: the loop reads
+straight into the connection's receive buffer (no per-read registration with the selector, no copy into
+a bytes object first), and ``buffer_updated`` feeds the bytes to the parser at once. ``fill()``
+therefore returns at once when bytes arrived since the last call, and otherwise awaits the next
+delivery, bounded by the read timeout. The parser never holds more than ``READ_HIGH_WATER`` bytes that
+nobody asked for: past that, the transport stops reading until ``fill()`` is called again (a streamed
+body that is not being read costs no memory).
+
+Before HTTP starts, SOCKS and CONNECT handshakes talk raw bytes: ``raw_mode(True)`` sends what arrives
+to ``recv()`` instead of the parser. ``start_tls`` upgrades the transport in place (TLS to an HTTPS
+proxy, then TLS to the origin inside it).
+
+Errors are the blocking socket's: ``OSError`` subclasses (a peer reset, ``TimeoutError`` for a timeout)
+that the exchange maps to fastnet's typed errors, so the mapping exists once.
+
+Plain Python in both builds: per request it costs a few attribute writes next to the loop's own work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from typing import TYPE_CHECKING, Any
+
+from fastnet._internal.clock import monotonic
+from fastnet._internal.connection.real_connection import RECV_BUFFER_SIZE, RealConnection
+from fastnet._internal.http1.parser import ResponseParser
+
+if TYPE_CHECKING:
+    from fastnet.route import Address, Route
+
+__all__ = ["READ_HIGH_WATER", "AsyncRealConnection", "new_async_connection"]
+
+#: Bytes the parser may hold that no exchange asked for before the transport stops reading.
+READ_HIGH_WATER = 1 << 20
+
+
+class _Protocol(asyncio.BufferedProtocol):
+    """The transport's view of an ``AsyncRealConnection``: every callback forwards to it."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: AsyncRealConnection) -> None:
+        self.conn = conn
+
+    def connection_made(self, transport: Any) -> None:
+        self.conn.transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        view: memoryview = self.conn.view
+        return view
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.conn.received(nbytes)
+
+    def eof_received(self) -> bool:
+        self.conn.ended(None)
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.conn.ended(exc)
+
+    def pause_writing(self) -> None:
+        self.conn.writing_paused = True
+
+    def resume_writing(self) -> None:
+        self.conn.writing_paused = False
+        self.conn.wake(None)
+
+
+class AsyncRealConnection(RealConnection):
+    """A RealConnection whose socket an asyncio transport drives (see the module doc)."""
+
+    __slots__ = (
+        "loop",
+        "transport",
+        "protocol",
+        "view",
+        "waiter",
+        "arrived",
+        "eof",
+        "error",
+        "writing_paused",
+        "reading_paused",
+        "raw",
+    )
+    loop: asyncio.AbstractEventLoop
+    transport: Any  # the asyncio transport (a TLS one once start_tls ran)
+    protocol: _Protocol
+    view: memoryview  # the receive buffer, as the protocol hands it to the transport
+    waiter: asyncio.Future[None] | None  # the fill(), drain() or recv() waiting for the transport
+    arrived: int  # bytes fed to the parser since the last fill()
+    eof: bool  # the peer closed (or the transport was lost)
+    error: BaseException | None  # why the transport was lost, if it failed
+    writing_paused: bool  # the transport's write buffer is full: drain() waits
+    reading_paused: bool  # the parser holds READ_HIGH_WATER unasked-for bytes: the transport stops reading
+    raw: bytearray | None  # raw mode (handshakes): bytes go here, not to the parser
+
+    # -- the transport's side -------------------------------------------------------------------
+
+    def received(self, nbytes: int) -> None:
+        raw = self.raw
+        if raw is not None:
+            raw += self.view[:nbytes]
+        else:
+            self.parser.feed_from(self.buf, nbytes)
+            self.arrived += nbytes
+            if self.arrived >= READ_HIGH_WATER and not self.reading_paused and self.waiter is None:
+                self.reading_paused = True
+                self.transport.pause_reading()
+        self.wake(None)
+
+    def ended(self, exc: BaseException | None) -> None:
+        self.eof = True
+        if exc is not None and self.error is None:
+            self.error = exc
+        self.no_new_exchanges = True
+        self.wake(None)
+
+    def wake(self, result: None) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(result)
+
+    async def _wait(self, timeout: float, what: str) -> None:
+        """Until the transport has news for us (bytes, end, resumed writing), at most ``timeout`` s."""
+        waiter = self.loop.create_future()
+        self.waiter = waiter
+        timer = self.loop.call_later(timeout, _expire, waiter, what) if timeout > 0 else None
+        try:
+            await waiter
+        finally:
+            self.waiter = None
+            if timer is not None:
+                timer.cancel()
+
+    # -- I/O: what an exchange calls (the blocking connection's methods, as coroutines) ------------
+
+    def write(self, data: bytes) -> None:
+        """Hand ``data`` to the transport (it sends at once what the socket takes, buffers the rest)."""
+        if self.eof:
+            raise self._lost_error()
+        self.transport.write(data)
+
+    async def drain(self) -> None:  # type: ignore[override]  # the same step, as a coroutine
+        """Wait while the transport's write buffer is over its high-water mark (the write timeout)."""
+        while self.writing_paused:
+            if self.eof:
+                raise self._lost_error()
+            await self._wait(self.write_timeout, "write")
+
+    async def fill(self) -> int:  # type: ignore[override]
+        """The bytes fed to the parser since the last call, waiting (the read timeout) for some when
+        there are none yet; 0 means the peer closed."""
+        while True:
+            n = self.arrived
+            if n:
+                self.arrived = 0
+                if self.reading_paused:
+                    self.reading_paused = False
+                    self.transport.resume_reading()
+                return n
+            if self.eof:
+                if self.error is not None:
+                    raise self._lost_error()
+                return 0
+            await self._wait(self.read_timeout, "read")
+
+    async def receive_body(self, head: bytes, total: int) -> tuple[bytes, int]:  # type: ignore[override]
+        """The rest of a ``total``-byte body, ``head`` of which the parser already returned:
+        ``(body, received)``; ``received < total`` means the peer closed. Afterwards the parser stands
+        after what was received."""
+        parts = [head]
+        have = len(head)
+        parser = self.parser
+        while have < total:
+            data = parser.read_body()
+            if data:
+                parts.append(data)
+                have += len(data)
+                continue
+            if data is None:
+                break
+            if await self.fill() == 0:
+                break
+        return b"".join(parts), have
+
+    def set_timeouts(self, read_timeout: float, write_timeout: float) -> None:
+        self.read_timeout = read_timeout
+        self.write_timeout = write_timeout
+
+    def is_healthy(self) -> bool:
+        """False when the peer closed, or sent bytes, while the connection was idle."""
+        return not (self.closed or self.eof or self.arrived or self.parser.take_buffered())
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.no_new_exchanges = True
+        transport = self.transport
+        if transport is not None:
+            transport.abort()  # no graceful flush: a connection closed here is not coming back
+        self.ended(None)
+
+    def shutdown(self) -> None:
+        """Cancel: end the transport now; a coroutine waiting on it wakes with an error."""
+        if self.error is None:
+            self.error = ConnectionAbortedError("the connection was closed under the call")
+        self.close()
+
+    # -- before HTTP: handshakes and TLS --------------------------------------------------------
+
+    def raw_mode(self, on: bool) -> None:
+        """Send what arrives to ``recv()`` (SOCKS, CONNECT) instead of the HTTP parser."""
+        self.raw = bytearray() if on else None
+
+    async def recv(self, timeout: float) -> bytes:
+        """In raw mode: the bytes received so far, waiting at most ``timeout`` s for some; b"" at EOF."""
+        raw = self.raw
+        assert raw is not None, "recv() is for raw mode"
+        while not raw:
+            if self.eof:
+                if self.error is not None:
+                    raise self._lost_error()
+                return b""
+            await self._wait(timeout, "read")
+        data = bytes(raw)
+        raw.clear()
+        return data
+
+    async def start_tls(self, context: ssl.SSLContext, server_hostname: str, timeout: float) -> None:
+        """TLS over the current transport (a plain one, or TLS to a proxy: TLS inside TLS)."""
+        transport = await self.loop.start_tls(
+            self.transport,
+            self.protocol,
+            context,
+            server_hostname=server_hostname,
+            ssl_handshake_timeout=timeout if timeout > 0 else None,
+        )
+        if transport is None:
+            raise ConnectionAbortedError("the connection closed during the TLS handshake")
+        self.transport = transport
+        self.is_tls = True
+        ssl_object = transport.get_extra_info("ssl_object")
+        self.tls_version = ssl_object.version() if ssl_object is not None else None
+
+    def _lost_error(self) -> OSError:
+        error = self.error
+        if isinstance(error, OSError):
+            return error
+        lost = ConnectionResetError("the connection was closed")
+        if error is not None:
+            lost.__cause__ = error
+        return lost
+
+
+def _expire(waiter: asyncio.Future[None], what: str) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError(f"{what} timed out"))
+
+
+def new_async_connection(
+    loop: asyncio.AbstractEventLoop, route: Route | None, address: Address, http_proxy: bool
+) -> AsyncRealConnection:
+    """An asyncio connection not yet attached to a transport: pass ``conn.protocol`` to the loop's
+    ``create_connection(lambda: conn.protocol, sock=...)``."""
+    conn = AsyncRealConnection.__new__(AsyncRealConnection)
+    conn.sock = None
+    conn.sendall = None
+    conn.recv_into = None
+    conn.route = route
+    conn.address = address
+    conn.parser = ResponseParser()
+    conn.buf = bytearray(RECV_BUFFER_SIZE)
+    now = monotonic()
+    conn.idle_at = now
+    conn.created_at = now
+    conn.no_new_exchanges = False
+    conn.exchange_count = 0
+    conn.read_timeout = 0.0
+    conn.write_timeout = 0.0
+    conn.is_tls = False
+    conn.pool = None
+    conn.closed = False
+    conn.http_proxy = http_proxy
+    conn.tls_version = None
+    conn.proxy_authorization = None
+    conn.dns_time = 0.0
+    conn.connect_time = 0.0
+    conn.tls_time = 0.0
+    conn.remote_address = None
+    conn.loop = loop
+    conn.transport = None
+    conn.protocol = _Protocol(conn)
+    conn.view = memoryview(conn.buf)
+    conn.waiter = None
+    conn.arrived = 0
+    conn.eof = False
+    conn.error = None
+    conn.writing_paused = False
+    conn.reading_paused = False
+    conn.raw = None
+    return conn
