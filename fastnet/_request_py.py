@@ -8,7 +8,7 @@ Pure-Python twin of the compiled ``_request_c`` (typed by ``_request_c.pxd``); i
 from __future__ import annotations
 
 import json as _json
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any, Union
 
 from fastnet.headers import EMPTY_HEADERS, Headers, HeadersLike, as_headers
@@ -22,12 +22,24 @@ if TYPE_CHECKING:
 __all__ = ["KNOWN_METHODS", "BodyLike", "Request", "RequestBody", "check_method", "make_request"]
 
 #: What ``body=`` accepts: bytes-like or str (replayable), a file object, or an iterable of bytes.
-BodyLike = Union[bytes, bytearray, memoryview, str, IO[bytes], IO[str], Iterable[bytes], "RequestBody"]
+BodyLike = Union[
+    bytes,
+    bytearray,
+    memoryview,
+    str,
+    IO[bytes],
+    IO[str],
+    Iterable[bytes],
+    AsyncIterable[bytes],
+    "RequestBody",
+]
 
 KIND_BYTES = 0
 KIND_FILE = 1
 KIND_STREAM = 2
 KIND_ITERABLE = 3
+KIND_ASYNC_STREAM = 4
+KIND_ASYNC_ITERABLE = 5
 
 
 class RequestBody:
@@ -37,15 +49,17 @@ class RequestBody:
     that is not an iterator (a list of chunks, or any object whose ``__iter__`` starts afresh) is
     iterated anew for each attempt; a non-seekable file or an iterator (a generator) is *one-shot*: it is
     never replayed by a retry or a redirect, which return the response instead. Length ``-1`` means
-    unknown (sent chunked).
+    unknown (sent chunked). The asyncio client also takes an async iterable (``async def`` generator:
+    one-shot; an object whose ``__aiter__`` starts afresh: replayable); a file is read with blocking
+    calls there too.
 
     >>> RequestBody(b"abc").length, RequestBody(iter([b"a"])).one_shot, RequestBody([b"a"]).one_shot
     (3, True, False)
     """
 
     __slots__ = ("_data", "_kind", "length", "content_type", "one_shot", "_start", "_used")
-    # bytes (KIND_BYTES), a file object (KIND_FILE), an iterator of bytes (KIND_STREAM), or an iterable
-    # iterated afresh per attempt (KIND_ITERABLE)
+    # bytes (KIND_BYTES), a file object (KIND_FILE), an iterator of bytes (KIND_STREAM), an iterable
+    # iterated afresh per attempt (KIND_ITERABLE), or their async forms (KIND_ASYNC_STREAM/ITERABLE)
     _data: Any
     _kind: int
     length: int
@@ -89,6 +103,17 @@ class RequestBody:
                 self.length = -1
                 self.one_shot = True if one_shot is None else bool(one_shot)
             return
+        if hasattr(data, "__aiter__"):
+            self.length = -1
+            if data.__aiter__() is data:  # an async iterator: it can be consumed once
+                self._data = data
+                self._kind = KIND_ASYNC_STREAM
+                self.one_shot = True if one_shot is None else bool(one_shot)
+            else:
+                self._data = data
+                self._kind = KIND_ASYNC_ITERABLE
+                self.one_shot = bool(one_shot)
+            return
         if hasattr(data, "__iter__") or hasattr(data, "__next__"):
             stream = iter(data)
             self.length = -1
@@ -102,7 +127,7 @@ class RequestBody:
                 self.one_shot = bool(one_shot)
             return
         raise TypeError(
-            f"request body must be bytes, str, a file object or an iterator of bytes, "
+            f"request body must be bytes, str, a file object or an (async) iterator of bytes, "
             f"not {type(data).__name__}"
         )
 
@@ -116,6 +141,8 @@ class RequestBody:
         """The body's bytes as an iterator; a seekable file is rewound first. One-shot bodies once only."""
         if self._kind == KIND_BYTES:
             return iter((self._data,))
+        if self._kind >= KIND_ASYNC_STREAM:
+            raise TypeError("an async iterable request body can only be sent by fastnet.AsyncClient")
         if self.one_shot:
             if self._used:
                 raise RuntimeError("a one-shot request body cannot be sent twice")
@@ -132,6 +159,20 @@ class RequestBody:
             return fresh
         stream: Iterator[bytes] = self._data
         return stream
+
+    async def achunks(self) -> AsyncIterator[bytes]:
+        """The body's bytes as an async iterator (what the asyncio client sends); the same rules."""
+        kind = self._kind
+        if kind < KIND_ASYNC_STREAM:
+            for chunk in self.chunks():
+                yield chunk
+            return
+        if self.one_shot:
+            if self._used:
+                raise RuntimeError("a one-shot request body cannot be sent twice")
+            self._used = True
+        async for chunk in self._data:
+            yield chunk
 
     @property
     def used(self) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import codecs
 import json as _json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from fastnet.challenge import Challenge, parse_challenges
@@ -61,28 +61,50 @@ STATUS_REASONS = {
 
 
 class ResponseBodySource:
-    """Where a streamed response body comes from; the HTTP/1.1 exchange is the implementation.
+    """Where a streamed response body comes from; the HTTP/1.1 exchanges are the implementations.
 
     ``read_chunk()`` returns the next decoded piece (never empty) or None at the end; ``read_all()`` the
     rest of the body; ``close_body()`` gives it up (drained briefly so the connection can be reused);
     ``abandon()`` is for a response that was garbage-collected unread (the connection is closed, from a
     finalizer: no lock, no event). ``done`` turns True once the body ended or was given up.
+    ``aread_chunk()``, ``aread_all()`` and ``aclose_body()`` are the same for a body that streams from the
+    asyncio client. A blocking source implements the first three, an asyncio one the last three (and a
+    ``close_body`` that closes the connection without waiting); the others say which to call instead.
     """
 
     __slots__ = ("done",)
     done: bool
 
     def read_all(self) -> bytes:
-        raise NotImplementedError
+        raise RuntimeError(_ASYNC_BODY)
 
     def read_chunk(self) -> bytes | None:
-        raise NotImplementedError
+        raise RuntimeError(_ASYNC_BODY)
 
     def close_body(self) -> None:
         raise NotImplementedError
 
     def abandon(self) -> None:
         raise NotImplementedError
+
+    async def aread_all(self) -> bytes:
+        raise RuntimeError(_BLOCKING_BODY)
+
+    async def aread_chunk(self) -> bytes | None:
+        raise RuntimeError(_BLOCKING_BODY)
+
+    async def aclose_body(self) -> None:
+        self.close_body()
+
+
+_ASYNC_BODY = (
+    "this response's body streams from an asyncio client: read it with await response.aread() "
+    "or async for ... in response.aiter_bytes()"
+)
+_BLOCKING_BODY = (
+    "this response's body streams from a blocking client: read it with response.read() "
+    "or for ... in response.iter_bytes()"
+)
 
 
 class Response:
@@ -203,15 +225,6 @@ class Response:
             raise RuntimeError("the body of a prior response is unreadable (it was closed by a follow-up)")
         return self._content
 
-    def read(self) -> bytes:
-        source = self._source
-        if source is not None:
-            self._source = None
-            self._content = source.read_all()
-        elif self._unreadable:
-            raise RuntimeError("the body of a prior response is unreadable (it was closed by a follow-up)")
-        return self._content
-
     @property
     def encoding(self) -> str:
         ctype = self.headers.get("content-type")
@@ -231,6 +244,121 @@ class Response:
 
     def json(self, **kwargs: Any) -> Any:
         return _json.loads(self.content, **kwargs)
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed or self._source is None
+
+    def __del__(self) -> None:
+        # A streamed response dropped without close(): its connection is closed, never stranded (and
+        # never reused: nobody read the rest of the body).
+        source = self._source
+        if source is not None:
+            self._source = None
+            try:
+                source.abandon()
+            except Exception:  # noqa: BLE001 - a finalizer must not raise (interpreter shutdown, ...)
+                pass
+
+    # -- reading the body: the asyncio methods, and the blocking ones scripts/unasync.py makes of them --
+
+    # unasync: begin
+    async def aread(self) -> bytes:
+        """The whole body: read (once; then kept) if it is still streaming."""
+        source = self._source
+        if source is not None:
+            self._source = None
+            self._content = await source.aread_all()
+        elif self._unreadable:
+            raise RuntimeError("the body of a prior response is unreadable (it was closed by a follow-up)")
+        return self._content
+
+    async def aiter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]:
+        """Iterate over the (decoded) body as it arrives; ``chunk_size`` regroups the pieces."""
+        source = self._source
+        if source is None:
+            if self._unreadable:
+                raise RuntimeError(
+                    "the body of a prior response is unreadable (it was closed by a follow-up)"
+                )
+            content = self._content
+            if chunk_size is None or chunk_size <= 0:
+                if content:
+                    yield content
+                return
+            for i in range(0, len(content), chunk_size):
+                yield content[i : i + chunk_size]
+            return
+        pending = b""
+        try:
+            while True:
+                data = await source.aread_chunk()
+                if data is None:
+                    break
+                if chunk_size is None or chunk_size <= 0:
+                    if data:
+                        yield data
+                    continue
+                pending += data
+                while len(pending) >= chunk_size:
+                    yield pending[:chunk_size]
+                    pending = pending[chunk_size:]
+            if pending:
+                yield pending
+        finally:
+            if self._source is source and source.done:
+                self._source = None
+
+    async def aiter_lines(self) -> AsyncIterator[str]:
+        """Iterate over the body's lines (decoded text, line endings removed)."""
+        pending = ""
+        decoder = _incremental_decoder(self.encoding)
+        async for chunk in self.aiter_bytes():
+            pending += decoder.decode(chunk)
+            lines = pending.splitlines(keepends=True)
+            pending = ""
+            for line in lines:
+                if line.endswith(("\n", "\r")) and not (line.endswith("\r") and line is lines[-1]):
+                    yield line.rstrip("\r\n")
+                else:
+                    pending = line
+        pending += decoder.decode(b"", final=True)
+        if pending:
+            yield pending.rstrip("\r\n")
+
+    async def aclose(self) -> None:
+        """Release the connection: drained within 100 ms and pooled, else closed."""
+        self._closed = True
+        source = self._source
+        if source is not None:
+            self._source = None
+            await source.aclose_body()
+
+    async def __aenter__(self) -> Response:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    async def _astripped(self) -> Response:
+        """This response as a ``prior_response``: headers intact, body unreadable."""
+        await self.aclose()
+        self._unreadable = True
+        self._content = b""
+        return self
+
+    # unasync: end
+
+    # unasync: generated
+    def read(self) -> bytes:
+        """The whole body: read (once; then kept) if it is still streaming."""
+        source = self._source
+        if source is not None:
+            self._source = None
+            self._content = source.read_all()
+        elif self._unreadable:
+            raise RuntimeError("the body of a prior response is unreadable (it was closed by a follow-up)")
+        return self._content
 
     def iter_bytes(self, chunk_size: int | None = None) -> Iterator[bytes]:
         """Iterate over the (decoded) body as it arrives; ``chunk_size`` regroups the pieces."""
@@ -293,26 +421,11 @@ class Response:
             self._source = None
             source.close_body()
 
-    @property
-    def is_closed(self) -> bool:
-        return self._closed or self._source is None
-
     def __enter__(self) -> Response:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-    def __del__(self) -> None:
-        # A streamed response dropped without close(): its connection is closed, never stranded (and
-        # never reused: nobody read the rest of the body).
-        source = self._source
-        if source is not None:
-            self._source = None
-            try:
-                source.abandon()
-            except Exception:  # noqa: BLE001 - a finalizer must not raise (interpreter shutdown, ...)
-                pass
 
     def _stripped(self) -> Response:
         """This response as a ``prior_response``: headers intact, body unreadable."""
@@ -320,6 +433,8 @@ class Response:
         self._unreadable = True
         self._content = b""
         return self
+
+    # unasync: generated end
 
     def challenges(self) -> list[Challenge]:
         """Parsed ``WWW-Authenticate`` (401) or ``Proxy-Authenticate`` (407) challenges."""

@@ -29,10 +29,7 @@ cdef class RealCall(ConnectionUser):
     @cython.locals(conn=RealConnection, was_fresh=bint)
     cpdef exchange_failed(self, object exc, object exchange)
 
-    @cython.locals(exchange=Exchange)
     cpdef exchange_done(self, RealConnection conn, bint reusable)
-
-    @cython.locals(exchange=Exchange)
     cpdef body_failed(self, object exc, RealConnection conn)
 
     @cython.locals(conn=RealConnection, reusable=bint)

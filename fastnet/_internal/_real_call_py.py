@@ -43,6 +43,7 @@ from fastnet.url import _cache as _URL_CACHE
 if TYPE_CHECKING:
     from fastnet._internal.client_core import ClientCore
     from fastnet._internal.connection.real_connection import RealConnection
+    from fastnet._internal.http1.async_exchange import AsyncExchange
     from fastnet._internal.http1.exchange import Exchange
     from fastnet.proxy import Proxy
     from fastnet.request import BodyLike
@@ -172,7 +173,7 @@ class RealCall(ConnectionUser):
         if finder is not None:
             finder.cancel()
 
-    def exchange_failed(self, exc: NetworkError, exchange: Exchange) -> None:
+    def exchange_failed(self, exc: NetworkError, exchange: Exchange | AsyncExchange) -> None:
         """An I/O failure on an exchange: the connection is done for; remember it for recover(). The call
         keeps holding it until RetryAndFollowUp has decided (then ``release_connection``)."""
         conn = exchange.connection

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fastnet._internal.connection.real_connection import RealConnection
+    from fastnet._internal.http1.async_exchange import AsyncExchange
     from fastnet._internal.http1.exchange import Exchange
     from fastnet.exceptions import NetworkError
     from fastnet.request import Request
@@ -59,7 +60,7 @@ class ConnectionUser:
     connection: RealConnection | None  # the connection the call holds now (cancel() shuts it down)
     reusable: bool  # the held connection may carry the next exchange (its last response ended cleanly)
     finder: Any  # the ExchangeFinder of this hop, if a connection had to be opened (cancel() aborts it)
-    exchange: Exchange | None  # the exchange in progress, if any
+    exchange: Exchange | AsyncExchange | None  # the exchange in progress, if any
     # (connection, was_fresh) of the last exchange that failed on I/O: what recover() decides from
     last_failure: tuple[RealConnection, bool] | None
     retry_route: Route | None  # after a stale pooled connection failed: reconnect on this route first
@@ -78,7 +79,7 @@ class ConnectionUser:
         """Reading the response body on ``conn`` failed: the call fails with ``exc``."""
         raise NotImplementedError
 
-    def exchange_failed(self, exc: NetworkError, exchange: Exchange) -> None:
+    def exchange_failed(self, exc: NetworkError, exchange: Exchange | AsyncExchange) -> None:
         """Writing the request or reading the response head failed on I/O: the connection is done for
         (it stays held until the retry decision has been made)."""
         raise NotImplementedError

@@ -52,6 +52,8 @@ cdef class Exchange(ResponseBodySource):
     @cython.locals(conn=RealConnection, reusable=bint, user=ConnectionUser, timings=Timings)
     cpdef finish(self, bint complete)
 
+    cpdef interrupted(self)
+
     @cython.locals(conn=RealConnection)
     cpdef fail_body(self, object exc)
 
