@@ -5,10 +5,14 @@
 ...     r = client.get("http://127.0.0.1:8080/")
 ...     print(r.status_code, r.text)
 
-``fastnet.compiled`` tells whether the compiled build is running (see ``fastnet/_compat.py``).
+``fastnet.AsyncClient`` is the asyncio client (imported on first use, so a blocking program never
+imports asyncio). ``fastnet.compiled`` tells whether the compiled build is running (see
+``fastnet/_compat.py``).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from fastnet import _compat, dns
 from fastnet._version import __version__
@@ -49,11 +53,25 @@ from fastnet.route import Address, Route
 from fastnet.timings import Timings
 from fastnet.url import URL
 
+if TYPE_CHECKING:
+    from fastnet.async_client import AsyncCall, AsyncClient
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("AsyncClient", "AsyncCall"):
+        from fastnet import async_client
+
+        return getattr(async_client, name)
+    raise AttributeError(f"module 'fastnet' has no attribute {name!r}")
+
+
 #: True when every accelerated unit loaded its compiled twin.
 compiled: bool = bool(_compat.loaded_compiled) and not _compat.missing_compiled and not _compat.NO_EXTENSIONS
 
 __all__ = [
     "Address",
+    "AsyncCall",
+    "AsyncClient",
     "Authenticator",
     "BasicAuthenticator",
     "BodyTooLargeError",

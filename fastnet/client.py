@@ -1,4 +1,4 @@
-"""``Client``: immutable configuration, the entry point for calls.
+"""``Client``: immutable configuration, the entry point for calls (``AsyncClient`` shares all of it).
 
 A client holds a connection pool, a route database and a DNS resolver (with its cache) that its
 siblings made by ``with_options(**changes)`` share, as OkHttp's ``newBuilder()`` clients do: make one
@@ -7,7 +7,8 @@ name the option; the per-request work happens in the compiled engine, which read
 
 The options are one explicit, keyword-only signature (``Client.__init__``); ``with_options`` takes the
 same parameters, so a type checker catches a misspelt option in either, and at run time the
-``TypeError`` suggests the nearest option name.
+``TypeError`` suggests the nearest option name. ``ClientBase`` holds the options, their checks and the
+shared state; ``Client`` adds the blocking calls, ``fastnet.AsyncClient`` the asyncio ones.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import inspect
 import os
 import ssl
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, NamedTuple, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, NamedTuple, ParamSpec, Self, TypeVar, overload
 
 from fastnet._internal.bridge import BridgeInterceptor
 from fastnet._internal.call_server import CallServerInterceptor
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from fastnet.response import Response
     from fastnet.url import URL
 
-__all__ = ["Call", "Client", "ClientOptions"]
+__all__ = ["Call", "Client", "ClientBase", "ClientOptions"]
 
 #: ``client.new_call(request)`` returns one; ``execute()`` it once, ``cancel()`` it from any thread.
 Call = RealCall
@@ -108,22 +109,24 @@ class _Option(Generic[T]):
     @overload
     def __get__(self, client: None, owner: type) -> _Option[T]: ...
     @overload
-    def __get__(self, client: Client, owner: type | None = None) -> T: ...
+    def __get__(self, client: ClientBase, owner: type | None = None) -> T: ...
 
-    def __get__(self, client: Client | None, owner: type | None = None) -> T | _Option[T]:
+    def __get__(self, client: ClientBase | None, owner: type | None = None) -> T | _Option[T]:
         if client is None:
             return self
         value: T = getattr(client._options, self.name)
         return value
 
-    def __set__(self, client: Client, value: object) -> None:
+    def __set__(self, client: ClientBase, value: object) -> None:
         raise AttributeError(f"{self.name} is read-only: use client.with_options({self.name}=...)")
 
 
-def _suggest_options(init: Callable[Concatenate[Client, P], None]) -> Callable[Concatenate[Client, P], None]:
+def _suggest_options(
+    init: Callable[Concatenate[ClientBase, P], None],
+) -> Callable[Concatenate[ClientBase, P], None]:
     """Turn "unexpected keyword argument 'read_timeot'" into a message naming the nearest option."""
 
-    def checked(self: Client, /, *args: P.args, **kwargs: P.kwargs) -> None:
+    def checked(self: ClientBase, /, *args: P.args, **kwargs: P.kwargs) -> None:
         unknown = [name for name in kwargs if name not in ClientOptions._fields]
         if unknown:
             raise TypeError(_unknown_options(type(self).__name__ + "()", unknown))
@@ -134,11 +137,11 @@ def _suggest_options(init: Callable[Concatenate[Client, P], None]) -> Callable[C
 
 
 def _same_options(
-    init: Callable[Concatenate[Client, P], None],
-) -> Callable[[Callable[..., R]], Callable[Concatenate[Client, P], R]]:
+    init: Callable[Concatenate[ClientBase, P], None],
+) -> Callable[[Callable[..., R]], Callable[Concatenate[ClientBase, P], R]]:
     """``with_options`` takes exactly ``__init__``'s parameters (for type checkers and ``help()``)."""
 
-    def decorate(method: Callable[..., R]) -> Callable[Concatenate[Client, P], R]:
+    def decorate(method: Callable[..., R]) -> Callable[Concatenate[ClientBase, P], R]:
         method.__signature__ = inspect.signature(init)  # type: ignore[attr-defined]
         return method
 
@@ -176,24 +179,21 @@ def _bool(name: str, value: object) -> bool:
 
 def _interceptor(name: str, item: Any) -> Any:
     if hasattr(item, "intercept") and callable(item.intercept):
+        if inspect.iscoroutinefunction(item.intercept):
+            raise TypeError(f"{name}: {item!r} has an async intercept(): it is for fastnet.AsyncClient")
         return item
     if callable(item):
+        if inspect.iscoroutinefunction(item):
+            raise TypeError(f"{name}: {item!r} is a coroutine function: it is for fastnet.AsyncClient")
         return FunctionInterceptor(item)
     raise TypeError(
         f"{name} entries must be Interceptors or functions taking a chain, not {type(item).__name__}"
     )
 
 
-class Client:
-    """An HTTP client: configuration plus the pool, routes and DNS cache its calls share.
-
-    >>> with fastnet.Client(read_timeout=5) as client:
-    ...     r = client.get("http://127.0.0.1:8080/", headers={"Accept": "text/plain"})
-    ...     r.status_code, r.text
-
-    Every option is keyword-only and checked here; ``with_options(**changes)`` makes a sibling sharing
-    this client's pool, route database and DNS cache.
-    """
+class ClientBase:
+    """What ``Client`` and ``AsyncClient`` share: the options, their checks, and the pool, routes and DNS
+    cache that siblings made by ``with_options`` share. Make a ``Client`` or an ``AsyncClient``."""
 
     _options: ClientOptions
     _core: ClientCore
@@ -201,9 +201,9 @@ class Client:
     _dns: Any
     _selector: Any
     _route_database: RouteDatabase
-    _dispatcher: Dispatcher
+    _dispatcher: Dispatcher | None
     _ssl_context: ssl.SSLContext
-    _request: Callable[..., Response]
+    _request: Callable[..., Any]
 
     connect_timeout: _Option[float | None] = _Option()
     read_timeout: _Option[float | None] = _Option()
@@ -296,7 +296,7 @@ class Client:
         )
         self._build(options, frozenset(), None)
 
-    def _build(self, s: ClientOptions, changed: frozenset[str], shared: Client | None) -> None:
+    def _build(self, s: ClientOptions, changed: frozenset[str], shared: Self | None) -> None:
         self._options = s
         core = ClientCore()
         core.connect_timeout = timeout_seconds("connect_timeout", s.connect_timeout)
@@ -367,18 +367,7 @@ class Client:
             raise TypeError("sensitive_headers must be a collection of header names")
         core.sensitive_headers = frozenset(h.lower() for h in sensitive)
 
-        dispatcher = s.dispatcher
-        if dispatcher is None:
-            # a sibling shares its parent's; a new client gets its own, whose threads start on first use
-            dispatcher = (
-                shared._dispatcher
-                if shared is not None and shared._options.dispatcher is None
-                else Dispatcher()
-            )
-        elif not isinstance(dispatcher, Dispatcher):
-            raise TypeError("dispatcher must be a fastnet.Dispatcher")
-        self._dispatcher = dispatcher
-        core.dispatcher = dispatcher
+        self._dispatcher = core.dispatcher = self._choose_dispatcher(s.dispatcher, shared)
 
         pool = s.connection_pool
         per_host = s.max_connections_per_host
@@ -396,7 +385,7 @@ class Client:
         elif per_host is not None:
             raise ValueError("set max_connections_per_host on the ConnectionPool you pass, not on the Client")
         self._pool = pool
-        core.pool = pool._real
+        core.pool = self._real_pool(pool)
 
         # the defaults are shared by every client, so clients that share a pool share its connections
         # (the DNS, the proxy selector and the TLS context are part of the pool key, by identity)
@@ -437,19 +426,38 @@ class Client:
             value = getattr(s, name)
             if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
                 raise TypeError(f"{name} must be a list of interceptors")
-        app = [_interceptor("interceptors", i) for i in s.interceptors]
-        network = [_interceptor("network_interceptors", i) for i in s.network_interceptors]
-        core.interceptors = (
-            app
+        core.interceptors = self._interceptors(core, connector, s.interceptors, s.network_interceptors)
+        self._core = core
+        self._bind(core)
+        pool._attach()
+
+    # -- what the blocking and the asyncio client do differently ----------------------------------
+
+    def _choose_dispatcher(self, dispatcher: Dispatcher | None, shared: Self | None) -> Dispatcher | None:
+        if dispatcher is None:
+            # a sibling shares its parent's; a new client gets its own, whose threads start on first use
+            if shared is not None and shared._options.dispatcher is None:
+                return shared._dispatcher
+            return Dispatcher()
+        if not isinstance(dispatcher, Dispatcher):
+            raise TypeError("dispatcher must be a fastnet.Dispatcher")
+        return dispatcher
+
+    def _real_pool(self, pool: ConnectionPool) -> Any:
+        return pool._real
+
+    def _interceptors(self, core: ClientCore, connector: Connector, app: Any, network: Any) -> list[Any]:
+        """The whole chain: application interceptors, the built-ins, network interceptors, CallServer."""
+        return (
+            [_interceptor("interceptors", i) for i in app]
             + [RetryAndFollowUpInterceptor(core), BridgeInterceptor(core), ConnectInterceptor(connector)]
-            + network
+            + [_interceptor("network_interceptors", i) for i in network]
             + [CallServerInterceptor()]
         )
-        self._core = core
-        # the hot entry points: compiled functions bound to this client's core, no Python frame per request
-        self._request = functools.partial(_request, core)
-        self.get = functools.partial(_get, core)  # type: ignore[method-assign]
-        pool._attach()
+
+    def _bind(self, core: ClientCore) -> None:
+        """Bind the entry points that make calls to this client's core."""
+        raise NotImplementedError
 
     # -- options --------------------------------------------------------------------------------
 
@@ -471,20 +479,54 @@ class Client:
     def route_database(self) -> RouteDatabase:
         return self._route_database
 
-    @property
-    def dispatcher(self) -> Dispatcher:
-        """The ``fastnet.Dispatcher`` that runs this client's enqueued calls (shared with siblings)."""
-        return self._dispatcher
-
     @_same_options(__init__)
-    def with_options(self, **changes: Any) -> Client:
+    def with_options(self, **changes: Any) -> Self:
         """A sibling client with some options changed, sharing pool, route database and DNS cache."""
         unknown = [name for name in changes if name not in ClientOptions._fields]
         if unknown:
             raise TypeError(_unknown_options("with_options()", unknown))
-        sibling = Client.__new__(Client)
+        sibling = type(self).__new__(type(self))
         sibling._build(self._options._replace(**changes), frozenset(changes), self)
         return sibling
+
+    @property
+    def is_closed(self) -> bool:
+        return bool(self._core.closed)
+
+    def _close(self) -> None:
+        core = self._core
+        if core.closed:
+            return
+        core.closed = True
+        self._pool._detach()
+
+    def __repr__(self) -> str:
+        return f"<fastnet.{type(self).__name__} pool={self._pool!r}>"
+
+
+class Client(ClientBase):
+    """An HTTP client: configuration plus the pool, routes and DNS cache its calls share.
+
+    >>> with fastnet.Client(read_timeout=5) as client:
+    ...     r = client.get("http://127.0.0.1:8080/", headers={"Accept": "text/plain"})
+    ...     r.status_code, r.text
+
+    Every option is keyword-only and checked here; ``with_options(**changes)`` makes a sibling sharing
+    this client's pool, route database and DNS cache.
+    """
+
+    _dispatcher: Dispatcher
+    _request: Callable[..., Response]
+
+    def _bind(self, core: ClientCore) -> None:
+        # the hot entry points: compiled functions bound to this client's core, no Python frame per request
+        self._request = functools.partial(_request, core)
+        self.get = functools.partial(_get, core)  # type: ignore[method-assign]
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """The ``fastnet.Dispatcher`` that runs this client's enqueued calls (shared with siblings)."""
+        return self._dispatcher
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -601,21 +643,10 @@ class Client:
     def close(self) -> None:
         """Close the client: new calls raise. When no other open client uses its connection pool (siblings
         made by ``with_options`` share it), every connection in the pool is closed, in use or idle."""
-        core = self._core
-        if core.closed:
-            return
-        core.closed = True
-        self._pool._detach()
-
-    @property
-    def is_closed(self) -> bool:
-        return bool(self._core.closed)
+        self._close()
 
     def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def __repr__(self) -> str:
-        return f"<fastnet.Client pool={self._pool!r}>"

@@ -9,6 +9,9 @@
 all connections (idle and in use) to one host: a call waits for a slot at most its connect timeout
 (or its call timeout, if that ends sooner), then raises ``PoolTimeout``.
 
+A pool serves blocking clients and ``AsyncClient`` alike; each kind has its own connections (an asyncio
+connection belongs to its event loop) and applies the limits to its own; the counts add both.
+
 Every client that uses a pool holds it open; when the last one is closed (``client.close()``) the pool
 closes all its connections, in use or idle. ``pool.close()`` does that at once.
 """
@@ -16,15 +19,19 @@ closes all its connections, in use or idle. ``pool.close()`` does that at once.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastnet._internal.connection.pool import RealConnectionPool
+
+if TYPE_CHECKING:
+    from fastnet._internal.connection.async_pool import AsyncConnectionPool
 
 __all__ = ["ConnectionPool"]
 
 
 class ConnectionPool:
-    """The public face of the pool; the bookkeeping lives in the compiled ``RealConnectionPool``."""
+    """The public face of the pool; the bookkeeping lives in the compiled ``RealConnectionPool`` (and, once
+    an ``AsyncClient`` uses the pool, in its asyncio subclass ``AsyncConnectionPool``)."""
 
     def __init__(
         self,
@@ -51,28 +58,45 @@ class ConnectionPool:
         self._real = RealConnectionPool(
             max_idle_connections, float(keep_alive), max_connections_per_host or 0
         )
+        self._async: AsyncConnectionPool | None = None
         self._users = 0
         self._users_lock = threading.Lock()
 
+    def _asyncio_real(self) -> AsyncConnectionPool:
+        """The asyncio half, made when the first ``AsyncClient`` uses this pool."""
+        with self._users_lock:
+            if self._async is None:
+                from fastnet._internal.connection.async_pool import AsyncConnectionPool
+
+                self._async = AsyncConnectionPool(
+                    self.max_idle_connections, self.keep_alive, self.max_connections_per_host or 0
+                )
+            return self._async
+
+    def _halves(self) -> list[RealConnectionPool]:
+        return [self._real] if self._async is None else [self._real, self._async]
+
     def connection_count(self) -> int:
         """Connections this pool holds, idle and in use."""
-        return int(self._real.connection_count())
+        return sum(int(real.connection_count()) for real in self._halves())
 
     def idle_connection_count(self) -> int:
-        return int(self._real.idle_connection_count())
+        return sum(int(real.idle_connection_count()) for real in self._halves())
 
     def evict_all(self) -> None:
         """Close every idle connection now (in-use ones finish their calls first)."""
-        self._real.evict_all()
+        for real in self._halves():
+            real.evict_all()
 
     def cleanup(self) -> int:
         """Close idle connections older than ``keep_alive`` now; returns how many."""
-        return int(self._real.cleanup())
+        return sum(int(real.cleanup()) for real in self._halves())
 
     def close(self) -> None:
         """Close every connection now, idle and in use: a call still reading from one fails. The pool
         can be used again afterwards."""
-        self._real.close_all()
+        for real in self._halves():
+            real.close_all()
 
     def _attach(self) -> None:
         """A client starts using this pool."""

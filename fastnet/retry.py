@@ -12,6 +12,9 @@ whole call hop of its own: redirects, auth and route retries happen inside an at
 is immutable: ``increment()`` returns a new one with one retry fewer and one more :class:`RequestHistory`
 entry, which makes one ``Retry`` safe to share between clients and threads.
 
+With ``fastnet.AsyncClient`` the same policy runs as ``aintercept`` (the asyncio client calls it; a
+user's own interceptor for that client is an ``async def intercept(chain)``).
+
 Between attempts it waits with ``call.sleep()``, which ``Call.cancel()`` and ``call_timeout`` cut short
 (with ``CanceledError``/``CallTimeout``). Before waiting, the refused response is closed (its connection
 goes back to the pool) and kept, body-less, as the ``prior_response`` of the next attempt's first
@@ -264,8 +267,61 @@ class Retry:
             return None
         return parse_retry_after(response.headers.get("retry-after"))
 
-    # -- the interceptor ------------------------------------------------------------------------
+    # -- the interceptor: the asyncio client calls aintercept, the blocking one intercept (generated) --
 
+    # unasync: begin
+    async def aintercept(self, chain: Any) -> Any:
+        call = chain.call
+        request = chain.request
+        body = request.body
+        replayable = body is None or not body.one_shot
+        method = request.method
+        retry = self
+        prior: Any = None
+        errors: list[BaseException] = []
+        while True:
+            try:
+                response = await chain.proceed(request)
+            except NetworkError as exc:
+                ok = replayable and retry.is_retry_error(method, exc)
+                nxt = retry.increment(method, request.url, error=exc) if ok else retry
+                if ok and nxt.is_exhausted():
+                    ok = False
+                events = call.events
+                if events is not None:
+                    events.retry_decision(call, exc, ok)
+                if not ok:
+                    if errors:
+                        exc.recovered[:0] = errors
+                    if prior is not None:
+                        await prior.aclose()
+                    raise
+                errors.append(exc)
+                retry = nxt
+                await call.sleep(retry.get_backoff_time())
+                continue
+            if prior is not None:
+                _attach_prior(response, prior)
+                prior = None
+            status = response.status_code
+            if not replayable or not retry.is_retry_status(method, status, "retry-after" in response.headers):
+                return response
+            nxt = retry.increment(method, request.url, response=response)
+            if nxt.is_exhausted():
+                return response
+            delay = nxt.get_backoff_time()
+            wait = retry.get_retry_after(response)
+            if wait is not None:
+                if wait > self.backoff_max:
+                    return response  # the server wants a longer pause than this policy allows
+                delay = wait
+            retry = nxt
+            prior = await response._astripped()
+            await call.sleep(delay)
+
+    # unasync: end
+
+    # unasync: generated
     def intercept(self, chain: Any) -> Any:
         call = chain.call
         request = chain.request
@@ -314,6 +370,8 @@ class Retry:
             retry = nxt
             prior = response._stripped()
             call.sleep(delay)
+
+    # unasync: generated end
 
     def __repr__(self) -> str:
         return (

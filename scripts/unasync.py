@@ -51,7 +51,7 @@ FILES = {
 }
 
 #: Files holding ``# unasync: begin`` blocks.
-BLOCK_FILES = ("fastnet/_response_py.py",)
+BLOCK_FILES = ("fastnet/_response_py.py", "fastnet/retry.py")
 
 #: Names that differ by more than an ``Async``/``async_`` prefix.
 NAMES = {
