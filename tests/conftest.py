@@ -14,6 +14,12 @@ a test whose server stops answering fails sooner. ``make_client(**options)`` and
 opens its own (``with make_client(proxy=...) as client:``); ``assert_pool_clean(client)`` checks that
 no call left a connection in use.
 
+Both clients: a module (or test) marked ``both_clients`` runs each test three times, with
+``make_client()`` (and the fixtures built on it) giving a ``fastnet.Client``, then an
+``fastnet.AsyncClient`` on the default event loop, then one on uvloop, each behind the blocking facade
+of ``async_facade.py`` so one test body checks both engines. ``client_kind`` says which run this is; a
+test that only makes sense for one client skips the other with ``blocking_only(client_kind)``.
+
 Layout: the tests mirror the package. ``fastnet/x.py`` is tested in ``tests/test_x.py``,
 ``fastnet/_internal/...`` under ``tests/_internal/`` (``connection/``, ``http1/``), ``fastnet/dns`` under
 ``tests/dns/`` and ``fastnet/testing`` under ``tests/testing/``; ``tests/integration/`` holds the tests
@@ -38,6 +44,36 @@ from fastnet import _compat
 from fastnet.testing import MockServer
 
 Twins = Callable[[str], ModuleType]
+
+#: The clients a ``both_clients`` test runs with.
+CLIENT_KINDS = ("blocking", "asyncio", "asyncio+uvloop")
+_client_kind = "blocking"  # what make_client() builds, set by the client_kind fixture
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("both_clients") is not None:
+        if "client_kind" not in metafunc.fixturenames:
+            metafunc.fixturenames.insert(0, "client_kind")
+        metafunc.parametrize("client_kind", CLIENT_KINDS, indirect=True)
+
+
+@pytest.fixture
+def client_kind(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Which client ``make_client()`` builds in this test: one of ``CLIENT_KINDS``."""
+    global _client_kind
+    kind: str = getattr(request, "param", "blocking")
+    if kind == "asyncio+uvloop":
+        pytest.importorskip("uvloop")
+    _client_kind = kind
+    try:
+        yield kind
+    finally:
+        _client_kind = "blocking"
+
+
+def blocking_only(kind: str, why: str = "tests the blocking client only") -> None:
+    if kind != "blocking":
+        pytest.skip(why)
 
 
 def twin_name(dispatcher: str, kind: str) -> str:
@@ -96,8 +132,14 @@ def server() -> Iterator[MockServer]:
 
 
 def make_client(**options: Any) -> fastnet.Client:
-    """A client that ignores the proxy environment variables (``trust_env=False``), with ``options``."""
+    """A client that ignores the proxy environment variables (``trust_env=False``), with ``options``;
+    in a ``both_clients`` test, an ``AsyncClient`` behind the blocking facade on the asyncio runs."""
     options.setdefault("trust_env", False)
+    if _client_kind != "blocking":
+        from async_facade import BlockingAsyncClient
+
+        facade: Any = BlockingAsyncClient(use_uvloop=_client_kind == "asyncio+uvloop", **options)
+        return facade  # type: ignore[no-any-return]
     return fastnet.Client(**options)
 
 

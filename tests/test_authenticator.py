@@ -12,6 +12,8 @@ import fastnet
 from fastnet.authenticator import NONE, PREEMPTIVE_SCHEME, parse_challenges
 from fastnet.testing import MockResponse, MockServer
 
+pytestmark = pytest.mark.both_clients
+
 GOOD = fastnet.Credentials.basic("alice", "s3cret")
 
 

@@ -10,6 +10,8 @@ import pytest
 import fastnet
 from fastnet.testing import MockResponse, MockServer
 
+pytestmark = pytest.mark.both_clients
+
 # -- options --------------------------------------------------------------------------------------
 
 

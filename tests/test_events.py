@@ -17,6 +17,8 @@ from fakes import FakeDns, RecordingListener
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
+pytestmark = pytest.mark.both_clients
+
 HEAD_AND_CONNECT = [
     "call_start",
     "proxy_select_start",

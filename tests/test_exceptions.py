@@ -16,6 +16,8 @@ import fastnet
 from fastnet.dns import CachingDns
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
+pytestmark = pytest.mark.both_clients
+
 SECRET = "s3cret"
 
 ERROR_CLASSES = [

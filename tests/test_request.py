@@ -12,6 +12,8 @@ from conftest import make_fast_client
 import fastnet
 from fastnet.testing import MockResponse, MockServer
 
+pytestmark = pytest.mark.both_clients
+
 
 def test_request_fields_and_defaults() -> None:
     r = fastnet.Request("get", "http://h/p")

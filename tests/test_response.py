@@ -8,6 +8,8 @@ import pytest
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
+pytestmark = pytest.mark.both_clients
+
 
 def test_response_built_by_hand() -> None:
     req = fastnet.Request("GET", "http://h/x")

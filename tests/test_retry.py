@@ -14,6 +14,8 @@ import fastnet
 from fastnet.retry import RequestHistory, parse_retry_after
 from fastnet.testing import MockResponse, SocketPolicy
 
+pytestmark = pytest.mark.both_clients
+
 
 def retrying_client(retry: fastnet.Retry, **options):
     """``make_client`` with ``retry`` as its one application interceptor."""

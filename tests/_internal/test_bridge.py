@@ -16,6 +16,8 @@ from fakes import FakeDns
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
+pytestmark = pytest.mark.both_clients
+
 
 def test_bridge_default_headers(server: MockServer) -> None:
     server.enqueue(MockResponse(200))

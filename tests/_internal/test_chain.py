@@ -12,6 +12,8 @@ from fakes import FakeDns, RecordingEventListener, RecordingListener
 import fastnet
 from fastnet.testing import MockResponse, MockServer
 
+pytestmark = pytest.mark.both_clients
+
 
 def test_chain_order_application_bridge_network(server: MockServer) -> None:
     seen: list[tuple[str, Any]] = []

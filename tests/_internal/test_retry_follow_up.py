@@ -17,6 +17,8 @@ from fastnet import _compat
 from fastnet._internal.retry_follow_up import RetryAndFollowUpInterceptor
 from fastnet.testing import MockResponse, MockServer, RecordedRequest, SocketPolicy
 
+pytestmark = pytest.mark.both_clients
+
 DROP = SocketPolicy.DISCONNECT_AFTER_REQUEST
 
 

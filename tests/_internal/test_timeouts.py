@@ -18,6 +18,8 @@ from fakes import FakeDns
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
+pytestmark = pytest.mark.both_clients
+
 
 @pytest.fixture
 def blackhole() -> Iterator[tuple[str, int]]:

@@ -13,6 +13,8 @@ from conftest import make_fast_client
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
+pytestmark = pytest.mark.both_clients
+
 CLOSE = SocketPolicy.CLOSE_AFTER_RESPONSE
 
 
