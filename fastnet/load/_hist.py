@@ -15,7 +15,9 @@ __all__ = [
     "SIGNIFICANT_DIGITS",
     "Histograms",
     "MissingDependency",
+    "log_bins",
     "new_histogram",
+    "percentile_points",
     "require",
     "summary",
 ]
@@ -81,3 +83,41 @@ def summary(histogram: Any, scale: float = 1e-6) -> dict[str, float | int] | Non
         "p99_9": values[99.9] * scale,
         "max": histogram.get_max_value() * scale,
     }
+
+
+def percentile_points(histogram: Any, scale: float = 1e-6) -> list[tuple[float, float]]:
+    """(percentile, value × ``scale``) points of the distribution, HdrHistogram's usual plot steps (five
+    ticks per halving of the distance to 100%), duplicates of a value kept only at their highest level."""
+    if histogram.get_total_count() == 0:
+        return []
+    points: list[tuple[float, float]] = []
+    for item in histogram.get_percentile_iterator(5):
+        point = (float(item.percentile_level_iterated_to), item.value_iterated_to * scale)
+        if points and points[-1][1] == point[1] and point[0] < 100.0:
+            points[-1] = point
+        else:
+            points.append(point)
+    return points
+
+
+def log_bins(histogram: Any, bins: int = 12, scale: float = 1e-6) -> list[tuple[float, int]]:
+    """The recorded values in ``bins`` log-spaced bins from the minimum to the maximum: (upper bound ×
+    ``scale``, count) each."""
+    total = int(histogram.get_total_count())
+    if total == 0:
+        return []
+    lo = max(1, int(histogram.get_min_value()))
+    hi = max(lo, int(histogram.get_max_value()))
+    if hi <= lo:
+        return [(hi * scale, total)]
+    ratio = (hi / lo) ** (1.0 / bins)
+    edges = [lo * ratio ** (i + 1) for i in range(bins)]
+    edges[-1] = float(hi)
+    counts = [0] * bins
+    i = 0
+    for item in histogram.get_recorded_iterator():
+        value = item.value_iterated_to
+        while i < bins - 1 and value > edges[i]:
+            i += 1
+        counts[i] += int(item.count_added_in_this_iter_step)
+    return [(edge * scale, count) for edge, count in zip(edges, counts)]

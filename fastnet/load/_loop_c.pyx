@@ -5,7 +5,8 @@ Theory of operation: the same loop as the pure twin ``_loop_py`` (which document
 timetable, the connection states and every decision; this file makes them in the same order). What
 differs is only how: connection state lives in a C array of structs, plain connections are C file
 descriptors (``socket``, non-blocking ``connect``, ``send`` and ``recv`` into one shared buffer, no Python
-socket object), readiness comes from ``epoll_wait`` with the GIL released, time from
+socket object), readiness comes from ``epoll_pwait2`` (a nanosecond timeout, so an open-loop send leaves on time;
+``epoll_wait`` and milliseconds where the kernel lacks it) with the GIL released, time from
 ``clock_gettime(CLOCK_MONOTONIC)`` (the clock of ``time.monotonic_ns``), and responses go through the
 compiled ``ResponseParser``'s C method table (``feed_from``, ``read_head``, ``read_body``,
 ``skip_body_bytes``). Connections prepared elsewhere (TLS, tunnels) arrive as Python socket objects; a
@@ -145,7 +146,41 @@ cdef extern from "<unistd.h>" nogil:
     int pipe2(int* fds, int flags)
 
 
+cdef extern from "<sys/prctl.h>" nogil:
+    int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5)
+    enum:
+        PR_SET_TIMERSLACK
+        PR_GET_TIMERSLACK
+
+
 cdef extern from *:
+    """
+    #include <errno.h>
+    #include <sys/epoll.h>
+    #include <sys/syscall.h>
+    #include <time.h>
+    #include <unistd.h>
+
+    /* epoll_wait with a nanosecond timeout (epoll_pwait2, Linux 5.11), else milliseconds rounded up. */
+    static int fastnet_epoll_wait_ns(int ep, struct epoll_event *events, int n, long long ns) {
+    #ifdef SYS_epoll_pwait2
+        static int unavailable = 0;
+        if (!unavailable) {
+            struct timespec ts;
+            long r;
+            ts.tv_sec = (time_t)(ns / 1000000000LL);
+            ts.tv_nsec = (long)(ns % 1000000000LL);
+            r = syscall(SYS_epoll_pwait2, ep, events, n, &ts, NULL, 0);
+            if (r >= 0 || (errno != ENOSYS && errno != EPERM)) {
+                return (int)r;
+            }
+            unavailable = 1;
+        }
+    #endif
+        return epoll_wait(ep, events, n, (int)((ns + 999999LL) / 1000000LL));
+    }
+    """
+    int fastnet_epoll_wait_ns(int ep, epoll_event* events, int n, long long ns) nogil
     int __builtin_clzll(unsigned long long value) nogil
 
 
@@ -533,10 +568,8 @@ cdef class Engine:
 
     def run(self, int64_t until_ns):
         """Run until ``until_ns`` (``time.monotonic_ns()``) or the end of the run; True once it ended."""
-        cdef int64_t now, wait, timeout
-        cdef int n, j, ms
-        cdef uint32_t index, mask
-        cdef Conn* c
+        cdef int64_t now
+        cdef int slack
         if self._finished:
             return True
         if self._shut:
@@ -547,6 +580,29 @@ cdef class Engine:
             self.started_ns = now
             self._end = now + self._duration_ns if self._duration_ns > 0 else 0
             self._next_check = now + _CHECK_NS
+        # the kernel may delay a timed wake-up by the thread's timer slack (50 µs by default): an
+        # open-loop send would leave that late, so the slack is 1 ns while the loop runs
+        slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0)
+        if slack > 1:
+            prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0)
+        try:
+            self._loop(until_ns, now)
+        finally:
+            if slack > 1:
+                prctl(PR_SET_TIMERSLACK, <unsigned long>slack, 0, 0, 0)
+        self._latency.sync()
+        self._first_byte.sync()
+        self._connect.sync()
+        self._dns.sync()
+        self._tls.sync()
+        self._lag.sync()
+        return self._finished
+
+    cdef int _loop(self, int64_t until_ns, int64_t now) except -1:
+        cdef int64_t wait, timeout
+        cdef int n, j
+        cdef uint32_t index, mask
+        cdef Conn* c
         while True:
             PyErr_CheckSignals()
             if self._stop_requested:
@@ -572,9 +628,8 @@ cdef class Engine:
                 timeout = 0
             if timeout > _MAX_WAIT_NS:
                 timeout = _MAX_WAIT_NS
-            ms = <int>((timeout + 999999) // 1000000)
             with nogil:
-                n = epoll_wait(self._ep, self._events, MAX_EVENTS, ms)
+                n = fastnet_epoll_wait_ns(self._ep, self._events, MAX_EVENTS, timeout)
             if n < 0:
                 if errno != EINTR:
                     raise OSError(errno, os.strerror(errno))
@@ -598,13 +653,7 @@ cdef class Engine:
             if now >= self._next_check:
                 self._check_deadlines(now)
                 self._next_check = now + _CHECK_NS
-        self._latency.sync()
-        self._first_byte.sync()
-        self._connect.sync()
-        self._dns.sync()
-        self._tls.sync()
-        self._lag.sync()
-        return self._finished
+        return 0
 
     def close(self):
         """Close every socket and the epoll instance; connections delivered later are closed on arrival."""
