@@ -345,6 +345,7 @@ cdef class Engine:
     cdef int64_t _timeout_ns
     cdef double _timeout_s
     cdef bint _head
+    cdef bint _keepalive
     cdef Recorder _latency
     cdef Recorder _first_byte
     cdef Recorder _connect
@@ -392,7 +393,8 @@ cdef class Engine:
         self._wake_w = -1
         self._shut = True
 
-    def __init__(self, groups, connections, *, total, duration, rate, timeout, head, recorders, prepare=None):
+    def __init__(self, groups, connections, *, total, duration, rate, timeout, head, recorders, prepare=None,
+                 keepalive=True):
         cdef int i, g
         cdef int fds[2]
         cdef epoll_event ev
@@ -476,6 +478,7 @@ cdef class Engine:
         self._timeout_ns = <int64_t>(timeout * 1e9)
         self._timeout_s = timeout
         self._head = head
+        self._keepalive = keepalive
         self._latency = Recorder(recorders.latency)
         self._first_byte = Recorder(recorders.first_byte)
         self._connect = Recorder(recorders.connect)
@@ -993,7 +996,7 @@ cdef class Engine:
         self.completed += 1
         if 0 <= c.status < 1000:
             self._statuses[c.status] += 1
-        if c.keep_alive and c.status != 101:
+        if c.keep_alive and self._keepalive and c.status != 101:
             c.state = S_READY
             c.free_since = now
             self._ready[self._nready] = i

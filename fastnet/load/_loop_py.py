@@ -162,7 +162,8 @@ class Engine:
     (used in error messages). ``connections[i]`` is the group of connection ``i``. ``total`` is the
     number of requests (``-1``: no limit), ``duration`` and ``timeout`` are seconds (``duration`` 0: no
     limit), ``rate`` is requests per second (0: closed loop). ``recorders`` has ``latency``,
-    ``first_byte``, ``connect``, ``dns``, ``tls`` and ``lag`` (microseconds).
+    ``first_byte``, ``connect``, ``dns``, ``tls`` and ``lag`` (microseconds). ``keepalive=False``
+    closes every connection after its response (the requests say ``Connection: close``).
     """
 
     def __init__(
@@ -177,6 +178,7 @@ class Engine:
         head: bool,
         recorders: Any,
         prepare: Callable[[int, int], None] | None = None,
+        keepalive: bool = True,
     ) -> None:
         if not connections:
             raise ValueError("at least one connection is needed")
@@ -208,6 +210,7 @@ class Engine:
         self._timeout_ns = int(timeout * 1e9)
         self._timeout_s = timeout
         self._head = head
+        self._keepalive = keepalive
         self._latency = Recorder(recorders.latency)
         self._first_byte = Recorder(recorders.first_byte)
         self._connect = Recorder(recorders.connect)
@@ -608,7 +611,7 @@ class Engine:
         self._latency.record((now - conn.intended) // 1000)
         self.completed += 1
         self._statuses[conn.status] = self._statuses.get(conn.status, 0) + 1
-        if conn.keep_alive and conn.status != 101:
+        if conn.keep_alive and self._keepalive and conn.status != 101:
             conn.state = READY
             conn.free_since = now
             self._ready.append(conn.index)

@@ -153,10 +153,11 @@ def run(
     module = engine_module(engine)
     histograms = _hist.Histograms.new()
 
+    headers_list = list(headers)
     groups = plan_groups(
         parsed,
         method=method,
-        headers=list(headers),
+        headers=headers_list,
         body=body,
         keepalive=keepalive,
         proxy=proxy_obj,
@@ -187,6 +188,7 @@ def run(
             head=method == "HEAD",
             recorders=histograms,
             prepare=preparer.submit if preparer is not None else None,
+            keepalive=keepalive and not _asks_to_close(headers_list),
         )
     except BaseException:
         if preparer is not None:
@@ -243,6 +245,10 @@ def run(
         cpu=(on_cpu / wall) if wall else 0.0,
         waiting=(waiting / wall) if wall else 0.0,
     )
+
+
+def _asks_to_close(headers: Sequence[tuple[str, str]]) -> bool:
+    return any(n.lower() == "connection" and "close" in v.lower() for n, v in headers)
 
 
 def _snapshot(eng: Any, rate_now: float, requests: int | None, duration: float | None) -> Snapshot:
