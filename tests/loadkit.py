@@ -28,8 +28,10 @@ def group(port: int, *paths: str, method: str = "GET", extra: str = "", address:
     )
 
 
-def drive(module: ModuleType, groups: list[Any], connections: list[int], **options: Any) -> tuple[Any, Histograms]:
-    """Run an ``Engine`` of ``module`` to its end (at most 20 s) and close it; returns it and its histograms."""
+def drive(
+    module: ModuleType, groups: list[Any], connections: list[int], **options: Any
+) -> tuple[Any, Histograms]:
+    """Run an ``Engine`` of ``module`` to its end (at most 20 s), close it, return it and its histograms."""
     histograms = Histograms.new()
     settings: dict[str, Any] = {"total": -1, "duration": 0.0, "rate": 0.0, "timeout": 5.0, "head": False}
     settings.update(options)

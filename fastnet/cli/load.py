@@ -14,8 +14,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fastnet.load import DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_TIMEOUT, LoadError, MissingDependency
-from fastnet.load import render, run, write_html
+from fastnet.load import (
+    DEFAULT_CONNECTIONS,
+    DEFAULT_DURATION,
+    DEFAULT_TIMEOUT,
+    LoadError,
+    MissingDependency,
+    render,
+    run,
+    write_html,
+)
 from fastnet.load._progress import choose_display
 from fastnet.load._targets import parse_resolve
 from fastnet.testing import MockResponse, MockServer
@@ -117,7 +125,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("-m", "--method", help="request method (default GET, or POST with a body)")
     p.add_argument(
-        "-H", "--header", action="append", default=[], type=_header, help="request header 'Name: value' (repeatable)"
+        "-H",
+        "--header",
+        action="append",
+        default=[],
+        type=_header,
+        help="request header 'Name: value' (repeatable)",
     )
     body = p.add_mutually_exclusive_group()
     body.add_argument("-d", "--data", help="request body")

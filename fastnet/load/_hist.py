@@ -39,7 +39,8 @@ def require(module: str, package: str) -> Any:
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingDependency(
-            f"fastnet load needs the {package!r} package: pip install 'fastnet[load]' (or pip install {package})"
+            f"fastnet load needs the {package!r} package: "
+            f"pip install 'fastnet[load]' (or pip install {package})"
         ) from exc
 
 
@@ -120,4 +121,4 @@ def log_bins(histogram: Any, bins: int = 12, scale: float = 1e-6) -> list[tuple[
         while i < bins - 1 and value > edges[i]:
             i += 1
         counts[i] += int(item.count_added_in_this_iter_step)
-    return [(edge * scale, count) for edge, count in zip(edges, counts)]
+    return [(edge * scale, count) for edge, count in zip(edges, counts, strict=True)]

@@ -18,7 +18,7 @@ from fastnet.load._result import LatencyStats, LoadResult
 __all__ = ["render_html", "write_html"]
 
 _W, _H = 760, 300
-_L, _R, _T, _B = 70, 20, 20, 50  # margins
+_L, _R, _T, _B = 70, 40, 20, 50  # margins
 
 
 def _esc(value: object) -> str:
@@ -57,7 +57,7 @@ def _percentile_svg(points: list[tuple[float, float]]) -> str:
         return _T + ph * (1 - value / top)
 
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {_H}" role="img" class="plot">']
-    parts.append(f"<title>Latency by percentile</title>")
+    parts.append("<title>Latency by percentile</title>")
     for i in range(5):
         v = top * i / 4
         y = y_of(v)
@@ -67,9 +67,7 @@ def _percentile_svg(points: list[tuple[float, float]]) -> str:
         x = _L + pw * nines / max_nines
         parts.append(f'<line x1="{x:.1f}" y1="{_T}" x2="{x:.1f}" y2="{_T + ph}" class="grid"/>')
         parts.append(f'<text x="{x:.1f}" y="{_T + ph + 18}" text-anchor="middle">{label}</text>')
-    path = " ".join(
-        f"{'M' if i == 0 else 'L'}{x_of(p):.1f},{y_of(v):.1f}" for i, (p, v) in enumerate(points)
-    )
+    path = " ".join(f"{'M' if i == 0 else 'L'}{x_of(p):.1f},{y_of(v):.1f}" for i, (p, v) in enumerate(points))
     parts.append(f'<path d="{path}" class="line"/>')
     parts.append(
         f'<text x="{_L + pw / 2:.0f}" y="{_H - 8}" text-anchor="middle" class="axis">percentile</text>'
@@ -130,7 +128,7 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:16px;margin:28px 0 8px}
 .card{border:1px solid #d9dee7;border-radius:8px;padding:10px 14px;min-width:140px}
 .card b{display:block;font-size:22px} .card span{color:#5b6474;font-size:13px}
 table{border-collapse:collapse;font-size:13px;width:100%} td,th{padding:4px 8px;text-align:right}
-tr:nth-child(even){background:#f4f6f9} th:first-child{text-align:left}
+tr:nth-child(even){background:#f4f6f9} th:first-child{text-align:left} table.narrow{width:auto}
 .plot{width:100%;height:auto;font-size:11px;fill:#5b6474}
 .grid{stroke:#e3e7ee} .line{fill:none;stroke:#2563eb;stroke-width:2.5} .bar{fill:#2563eb}
 .axis{font-size:12px} .warn{color:#b42318} .ok{color:#067647} code{font-size:12px}
@@ -150,7 +148,9 @@ def render_html(result: LoadResult) -> str:
     ]
     phases = [(name.replace("_", " "), s) for name, s in r.phases.items() if s is not None]
     rows = ([("latency", r.latency)] if r.latency is not None else []) + phases
-    statuses = "".join(f"<tr><th>{code}</th><td>{n:,}</td></tr>" for code, n in sorted(r.status_codes.items()))
+    statuses = "".join(
+        f"<tr><th>{code}</th><td>{n:,}</td></tr>" for code, n in sorted(r.status_codes.items())
+    )
     errors = "".join(
         f"<tr><th>{_esc(e.type)}</th><td>{e.count:,}</td><td style='text-align:left'>"
         f"<code>{_esc(e.example)}</code></td></tr>"
@@ -181,7 +181,7 @@ def render_html(result: LoadResult) -> str:
         "<h2>Latency and phases</h2>",
         _stats_table(rows) if rows else "<p>None recorded.</p>",
         "<h2>Status codes</h2>",
-        f"<table>{statuses}</table>" if statuses else "<p>No responses.</p>",
+        f"<table class='narrow'>{statuses}</table>" if statuses else "<p>No responses.</p>",
         "<h2>Errors</h2>",
         f"<table><tr><th>type</th><th>count</th><th style='text-align:left'>example</th></tr>{errors}</table>"
         if errors

@@ -5,8 +5,8 @@ Theory of operation: the same loop as the pure twin ``_loop_py`` (which document
 timetable, the connection states and every decision; this file makes them in the same order). What
 differs is only how: connection state lives in a C array of structs, plain connections are C file
 descriptors (``socket``, non-blocking ``connect``, ``send`` and ``recv`` into one shared buffer, no Python
-socket object), readiness comes from ``epoll_pwait2`` (a nanosecond timeout, so an open-loop send leaves on time;
-``epoll_wait`` and milliseconds where the kernel lacks it) with the GIL released, time from
+socket object), readiness comes from ``epoll_pwait2`` (a nanosecond timeout, so an open-loop send
+leaves on time; ``epoll_wait`` and milliseconds where the kernel lacks it) with the GIL released, time from
 ``clock_gettime(CLOCK_MONOTONIC)`` (the clock of ``time.monotonic_ns``), and responses go through the
 compiled ``ResponseParser``'s C method table (``feed_from``, ``read_head``, ``read_body``,
 ``skip_body_bytes``). Connections prepared elsewhere (TLS, tunnels) arrive as Python socket objects; a
@@ -269,7 +269,8 @@ cdef class Recorder:
             value = 0
         elif value > self.highest:
             value = self.highest
-        bucket = (64 - __builtin_clzll(<unsigned long long>value | self._mask)) - self._unit - (self._half_mag + 1)
+        bucket = 64 - __builtin_clzll(<unsigned long long>value | self._mask)
+        bucket -= self._unit + self._half_mag + 1
         sub = value >> (bucket + self._unit)
         index = ((<int64_t>bucket + 1) << self._half_mag) + (sub - self._half)
         if index < 0 or index >= self._len:
@@ -1035,8 +1036,9 @@ cdef class Engine:
                 if c.state == S_CONNECTING:
                     _family, host, port = self._addresses[c.group]
                     where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-                    self._fail(i, "ConnectTimeout", f"connect to {where} timed out after {self._timeout_s:g} s",
-                               now)
+                    self._fail(
+                        i, "ConnectTimeout", f"connect to {where} timed out after {self._timeout_s:g} s", now
+                    )
                 else:
                     self._fail(
                         i,

@@ -644,7 +644,10 @@ class Engine:
                     host, port = self._addresses[conn.group][1:]
                     where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
                     self._fail(
-                        conn, "ConnectTimeout", f"connect to {where} timed out after {self._timeout_s:g} s", now
+                        conn,
+                        "ConnectTimeout",
+                        f"connect to {where} timed out after {self._timeout_s:g} s",
+                        now,
                     )
                 else:
                     self._fail(

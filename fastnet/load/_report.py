@@ -90,7 +90,10 @@ def render(result: LoadResult) -> str:
     if result.latency is not None:
         measured = "from each request's intended start" if result.rate else "from each request's start"
         out.append(f"  Latency ({measured})")
-        out.append("    " + "".join(f"{h:>11}" for h in ("min", "mean", "stdev", "p50", "p90", "p99", "p99.9", "max")))
+        out.append(
+            "    "
+            + "".join(f"{h:>11}" for h in ("min", "mean", "stdev", "p50", "p90", "p99", "p99.9", "max"))
+        )
         out.append("    " + _stats_row(result.latency))
         out.append("")
         out.append("  Latency histogram")
@@ -98,7 +101,9 @@ def render(result: LoadResult) -> str:
         out.append("")
     phases = [(name, stats) for name, stats in result.phases.items() if stats is not None]
     if phases:
-        out.append("  Phases" + " " * 10 + "".join(f"{h:>11}" for h in ("count", "mean", "p50", "p99", "max")))
+        out.append(
+            "  Phases" + " " * 10 + "".join(f"{h:>11}" for h in ("count", "mean", "p50", "p99", "max"))
+        )
         for name, stats in phases:
             label = _PHASE_NAMES.get(name, name)
             out.append(

@@ -69,7 +69,11 @@ def engine_module(engine: str | None) -> ModuleType:
 def _check_positive(name: str, value: float | None, *, integer: bool = False) -> None:
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (integer and not isinstance(value, int))
+    ):
         raise TypeError(f"{name} must be a{'n integer' if integer else ' number'}, not {value!r}")
     if not value > 0:
         raise ValueError(f"{name} must be positive, not {value!r}")

@@ -125,7 +125,11 @@ def build_request(
     defaults of the same name), Content-Length for a body, ``Connection: close`` without keep-alive."""
     hdrs = Headers([("Host", url.host_header), ("User-Agent", USER_AGENT), ("Accept", "*/*")])
     for name, value in headers:
-        hdrs = hdrs.set(name, value) if name.lower() in ("host", "user-agent", "accept") else hdrs.add(name, value)
+        hdrs = (
+            hdrs.set(name, value)
+            if name.lower() in ("host", "user-agent", "accept")
+            else hdrs.add(name, value)
+        )
     if body is not None or method in ("POST", "PUT", "PATCH"):
         if "content-length" not in hdrs:
             hdrs = hdrs.add("Content-Length", str(len(body or b"")))
@@ -170,7 +174,9 @@ def plan_groups(
     groups: dict[tuple[str, str, int], Group] = {}
     for url in urls:
         if url.username or url.password:
-            raise LoadError(f"credentials in the URL are not supported: {url.redacted()} (use -H Authorization)")
+            raise LoadError(
+                f"credentials in the URL are not supported: {url.redacted()} (use -H Authorization)"
+            )
         key = (url.scheme, url.host, url.port)
         data = build_request(url, method, headers, body, keepalive=keepalive, proxy=proxy)
         group = groups.get(key)
@@ -277,7 +283,9 @@ class Preparer:
             user_agent=USER_AGENT,
         )
         self.connector = self.client._core.connector
-        self.executor = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="fastnet-load-setup")
+        self.executor = ThreadPoolExecutor(
+            max_workers=max(1, threads), thread_name_prefix="fastnet-load-setup"
+        )
         self._lock = threading.Lock()
         self._finders: set[Any] = set()
         self._closed = False
@@ -330,9 +338,7 @@ class Preparer:
 def spread(groups: Sequence[Group], connections: int) -> list[int]:
     """The group of each connection: every group at least one, the rest by the groups' URL counts."""
     if connections < len(groups):
-        raise LoadError(
-            f"{len(groups)} different hosts need at least as many connections (-c {len(groups)})"
-        )
+        raise LoadError(f"{len(groups)} different hosts need at least as many connections (-c {len(groups)})")
     total = sum(g.weight for g in groups)
     counts = [1] * len(groups)
     left = connections - len(groups)

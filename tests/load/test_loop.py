@@ -77,7 +77,10 @@ def test_engine_groups_refused_connections(twins: Twins) -> None:
     engine, _ = drive(twins(LOOP), [group(port)], [0], total=5)
     assert (engine.completed, engine.failed) == (0, 5)
     assert engine.errors() == {
-        "ConnectError (ECONNREFUSED)": (5, f"connect to 127.0.0.1:{port} failed: [Errno 111] Connection refused")
+        "ConnectError (ECONNREFUSED)": (
+            5,
+            f"connect to 127.0.0.1:{port} failed: [Errno 111] Connection refused",
+        )
     }
 
 
@@ -86,7 +89,9 @@ def test_engine_groups_resets(twins: Twins, server: MockServer) -> None:
     engine, _ = drive(twins(LOOP), [group(server.port)], [0, 0], total=6)
     count, example = engine.errors()["ConnectionClosedError (ECONNRESET)"]
     assert count == 6 and engine.failed == 6
-    assert example == f"connection lost reading the response: Connection reset by peer (127.0.0.1:{server.port})"
+    assert (
+        example == f"connection lost reading the response: Connection reset by peer (127.0.0.1:{server.port})"
+    )
 
 
 def test_engine_times_out_a_silent_server(twins: Twins, server: MockServer) -> None:
@@ -94,7 +99,9 @@ def test_engine_times_out_a_silent_server(twins: Twins, server: MockServer) -> N
     t0 = time.monotonic()
     engine, _ = drive(twins(LOOP), [group(server.port)], [0, 0], total=2, timeout=0.3)
     assert time.monotonic() - t0 < 3
-    assert engine.errors() == {"ReadTimeout": (2, f"no complete response within 0.3 s (127.0.0.1:{server.port})")}
+    assert engine.errors() == {
+        "ReadTimeout": (2, f"no complete response within 0.3 s (127.0.0.1:{server.port})")
+    }
 
 
 def test_engine_rejects_malformed_and_cut_responses(twins: Twins, server: MockServer) -> None:

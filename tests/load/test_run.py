@@ -103,7 +103,9 @@ def test_run_gives_each_host_its_share_of_connections() -> None:
         assert one.request_count > 0 and two.request_count > 0
 
 
-def test_run_lasts_the_default_duration_without_a_limit(server: MockServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_lasts_the_default_duration_without_a_limit(
+    server: MockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     server.default_response = MockResponse(200, body=b"x")
     monkeypatch.setattr(_run, "DEFAULT_DURATION", 0.5)
     t0 = time.monotonic()
@@ -183,16 +185,18 @@ def test_run_reports_a_saturated_generator(testbed: Testbed) -> None:
 @pytest.mark.testbed
 def test_run_through_squid_and_dante(testbed: Testbed) -> None:
     url = testbed.url("/2b")
-    squid = fastnet.load.run(url, requests=50, connections=4, proxy="http://%s:%d" % testbed.squid_open)
+    squid = fastnet.load.run(
+        url, requests=50, connections=4, proxy="http://{}:{}".format(*testbed.squid_open)
+    )
     assert squid.status_codes == {200: 50}, squid.errors
-    socks = fastnet.load.run(url, requests=50, connections=4, proxy="socks5://%s:%d" % testbed.socks5)
+    socks = fastnet.load.run(url, requests=50, connections=4, proxy="socks5://{}:{}".format(*testbed.socks5))
     assert socks.status_codes == {200: 50}, socks.errors
     assert socks.phases["connect"] is not None and socks.phases["connect"].count == 4
     tunnel = fastnet.load.run(
         testbed.url("/2b", tls=True),
         requests=50,
         connections=4,
-        proxy="http://%s:%d" % testbed.squid_open,
+        proxy="http://{}:{}".format(*testbed.squid_open),
         cacert=testbed.ca_path,
     )
     assert tunnel.status_codes == {200: 50}, tunnel.errors
@@ -215,7 +219,9 @@ def test_run_over_tls_verifies_unless_insecure(testbed: Testbed) -> None:
 @pytest.mark.testbed
 def test_run_resolves_names_with_overrides(testbed: Testbed) -> None:
     port = testbed.http_port
-    plain = fastnet.load.run(f"http://app.test:{port}/whoami", requests=5, connections=1, resolve=[f"app.test:{port}:127.0.0.2"])
+    plain = fastnet.load.run(
+        f"http://app.test:{port}/whoami", requests=5, connections=1, resolve=[f"app.test:{port}:127.0.0.2"]
+    )
     assert plain.status_codes == {200: 5}
     dns = plain.phases["dns"]
     assert dns is not None and dns.count == 1
