@@ -9,8 +9,8 @@ in for both.
 
 from __future__ import annotations
 
-import os
 import resource
+import threading
 import time
 
 __all__ = ["SATURATED", "ThreadClock"]
@@ -38,7 +38,7 @@ class ThreadClock:
     """Started in the thread it measures; ``sample()`` gives (wall, on-CPU, waiting) ns since start."""
 
     def __init__(self) -> None:
-        self.tid = getattr(os, "gettid", lambda: 0)()
+        self.tid = threading.get_native_id()
         self.wall0 = time.monotonic_ns()
         first = _schedstat(self.tid) if self.tid else None
         self.proc = first is not None
