@@ -56,6 +56,7 @@ class Histograms:
 
     latency: Any
     first_byte: Any
+    response: Any
     connect: Any
     dns: Any
     tls: Any
@@ -63,7 +64,7 @@ class Histograms:
 
     @classmethod
     def new(cls) -> Histograms:
-        return cls(*(new_histogram() for _ in range(6)))
+        return cls(*(new_histogram() for _ in range(7)))
 
 
 def summary(histogram: Any, scale: float = 1e-6) -> dict[str, float | int] | None:

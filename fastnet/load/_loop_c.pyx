@@ -349,6 +349,7 @@ cdef class Engine:
     cdef bint _keepalive
     cdef Recorder _latency
     cdef Recorder _first_byte
+    cdef Recorder _response
     cdef Recorder _connect
     cdef Recorder _dns
     cdef Recorder _tls
@@ -482,6 +483,7 @@ cdef class Engine:
         self._keepalive = keepalive
         self._latency = Recorder(recorders.latency)
         self._first_byte = Recorder(recorders.first_byte)
+        self._response = Recorder(recorders.response)
         self._connect = Recorder(recorders.connect)
         self._dns = Recorder(recorders.dns)
         self._tls = Recorder(recorders.tls)
@@ -596,6 +598,7 @@ cdef class Engine:
                 prctl(PR_SET_TIMERSLACK, <unsigned long>slack, 0, 0, 0)
         self._latency.sync()
         self._first_byte.sync()
+        self._response.sync()
         self._connect.sync()
         self._dns.sync()
         self._tls.sync()
@@ -994,6 +997,7 @@ cdef class Engine:
     cdef int _complete(self, int i, int64_t now) except -1:
         cdef Conn* c = &self._c[i]
         self._latency.put((now - c.intended) // 1000)
+        self._response.put((now - c.sent_at) // 1000)
         self.completed += 1
         if 0 <= c.status < 1000:
             self._statuses[c.status] += 1

@@ -162,7 +162,8 @@ class Engine:
     (used in error messages). ``connections[i]`` is the group of connection ``i``. ``total`` is the
     number of requests (``-1``: no limit), ``duration`` and ``timeout`` are seconds (``duration`` 0: no
     limit), ``rate`` is requests per second (0: closed loop). ``recorders`` has ``latency``,
-    ``first_byte``, ``connect``, ``dns``, ``tls`` and ``lag`` (microseconds). ``keepalive=False``
+    ``first_byte``, ``response`` (from the actual send to the last byte), ``connect``, ``dns``, ``tls``
+    and ``lag`` (microseconds). ``keepalive=False``
     closes every connection after its response (the requests say ``Connection: close``).
     """
 
@@ -213,6 +214,7 @@ class Engine:
         self._keepalive = keepalive
         self._latency = Recorder(recorders.latency)
         self._first_byte = Recorder(recorders.first_byte)
+        self._response = Recorder(recorders.response)
         self._connect = Recorder(recorders.connect)
         self._dns = Recorder(recorders.dns)
         self._tls = Recorder(recorders.tls)
@@ -337,6 +339,7 @@ class Engine:
                 self._next_check = now + CHECK_NS
         self._latency.sync()
         self._first_byte.sync()
+        self._response.sync()
         self._connect.sync()
         self._dns.sync()
         self._tls.sync()
@@ -609,6 +612,7 @@ class Engine:
 
     def _complete(self, conn: _Conn, now: int) -> None:
         self._latency.record((now - conn.intended) // 1000)
+        self._response.record((now - conn.sent_at) // 1000)
         self.completed += 1
         self._statuses[conn.status] = self._statuses.get(conn.status, 0) + 1
         if conn.keep_alive and self._keepalive and conn.status != 101:

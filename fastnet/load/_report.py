@@ -9,7 +9,13 @@ __all__ = ["format_bytes", "format_seconds", "render", "render_histogram"]
 
 _BAR = "■"
 _BAR_WIDTH = 40
-_PHASE_NAMES = {"dns": "DNS", "connect": "connect", "tls": "TLS", "first_byte": "first byte"}
+_PHASE_NAMES = {
+    "dns": "DNS",
+    "connect": "connect",
+    "tls": "TLS",
+    "first_byte": "first byte",
+    "response": "sent → done",
+}
 
 
 def format_seconds(value: float) -> str:

@@ -344,6 +344,7 @@ def _result(
             "connect": stats_from(_hist.summary(histograms.connect)),
             "tls": stats_from(_hist.summary(histograms.tls)),
             "first_byte": stats_from(_hist.summary(histograms.first_byte)),
+            "response": stats_from(_hist.summary(histograms.response)),
         },
         status_codes=eng.statuses(),
         errors=errors,

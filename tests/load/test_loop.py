@@ -30,6 +30,7 @@ def test_engine_counts_every_request_at_the_server(twins: Twins, server: MockSer
     assert engine.reason == "requests"
     assert hist.latency.get_total_count() == 500
     assert hist.first_byte.get_total_count() == 500
+    assert hist.response.get_total_count() == 500
     assert hist.connect.get_total_count() == 4
 
 
