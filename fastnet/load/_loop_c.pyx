@@ -7,7 +7,8 @@ differs is only how: connection state lives in a C array of structs, plain conne
 descriptors (``socket``, non-blocking ``connect``, ``send`` and ``recv`` into one shared buffer, no Python
 socket object), readiness comes from ``epoll_pwait2`` (a nanosecond timeout, so an open-loop send
 leaves on time; ``epoll_wait`` and milliseconds where the kernel lacks it) with the GIL released, time from
-``clock_gettime(CLOCK_MONOTONIC)`` (the clock of ``time.monotonic_ns``), and responses go through the
+``clock_gettime(CLOCK_MONOTONIC)`` (the clock of ``time.monotonic_ns``), a body's rest is dropped by the
+kernel uncopied (``recv`` with ``MSG_TRUNC``, as in the pure twin), and responses go through the
 compiled ``ResponseParser``'s C method table (``feed_from``, ``read_head``, ``read_body``,
 ``skip_body_bytes``). Connections prepared elsewhere (TLS, tunnels) arrive as Python socket objects; a
 plain one is then driven through its file descriptor, a TLS one through the object's methods.
@@ -42,6 +43,7 @@ __all__ = [
     "CHECK_NS",
     "CLOSED",
     "CONNECTING",
+    "HEAD_READ",
     "IMPLEMENTATION",
     "MAX_WAIT_NS",
     "READY",
@@ -101,6 +103,7 @@ cdef extern from "<sys/socket.h>" nogil:
         SOL_SOCKET
         SO_ERROR
         MSG_NOSIGNAL
+        MSG_TRUNC
 
 
 cdef extern from "<netinet/in.h>" nogil:
@@ -206,12 +209,15 @@ BUSY = S_BUSY
 CHECK_NS = 10_000_000
 #: Size of the receive buffer all connections share.
 RECV_SIZE = 131072
+#: The most a read takes while a response head is awaited: a big body's rest is then skipped uncopied.
+HEAD_READ = 16384
 #: The longest the loop waits for events before it looks at the clock again (ns).
 MAX_WAIT_NS = 1_000_000_000
 
 cdef int64_t _CHECK_NS = CHECK_NS
 cdef int64_t _MAX_WAIT_NS = MAX_WAIT_NS
 cdef Py_ssize_t _RECV_SIZE = RECV_SIZE
+cdef Py_ssize_t _HEAD_READ = HEAD_READ
 cdef int BODY_NONE = 0
 cdef int BODY_LENGTH = 1
 _NO_DATA = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
@@ -907,7 +913,13 @@ cdef class Engine:
                         self._io_failed(i, exc.errno or 0, str(exc), "reading the response", now)
                     return 0
             else:
-                n = recv(c.fd, self._bufp, _RECV_SIZE, 0)
+                if c.skipping:
+                    n = recv(c.fd, self._bufp, <size_t>(c.remaining if c.remaining < _RECV_SIZE else _RECV_SIZE),
+                             MSG_TRUNC)
+                elif c.in_head and c.state == S_BUSY:
+                    n = recv(c.fd, self._bufp, _HEAD_READ, 0)
+                else:
+                    n = recv(c.fd, self._bufp, _RECV_SIZE, 0)
                 if n < 0:
                     if errno == EAGAIN or errno == EINTR:
                         return 0
@@ -934,7 +946,10 @@ cdef class Engine:
             if n == 0:
                 self._fail(i, "ConnectionClosedError", "connection closed", now)
                 return 0
-            if not c.tls or self._socks[i].pending() == 0:
+            if c.tls:
+                if self._socks[i].pending() == 0:
+                    return 0
+            elif not c.skipping:
                 return 0
 
     cdef bint _consume(self, int i, Py_ssize_t n) except -1:

@@ -22,8 +22,10 @@ which connects first: the request that needed the connection fails if connecting
 ``total`` requests against a dead server still ends.
 
 Every request is prebuilt bytes (``group.requests``, round-robin within the connection's group). A
-response is parsed by fastnet's ``ResponseParser``; a ``Content-Length`` body that is not already
-buffered is counted with ``skip_body_bytes`` instead of being copied. A response completes the slot;
+response is parsed by fastnet's ``ResponseParser``. While a head is awaited a read takes at most
+:data:`HEAD_READ` bytes; the rest of a ``Content-Length`` body is then received with ``MSG_TRUNC``, which
+makes the kernel count and drop the bytes instead of copying them (plain TCP only; TLS must decrypt),
+and told to the parser with ``skip_body_bytes``. A response completes the slot;
 a connection that either side wants closed goes back to ``CLOSED``. Errors (connect failures, resets,
 early EOF, malformed responses, timeouts) fail the slot, close the connection and are grouped by a
 key (the error type, with the errno name where there is one) with the first message as an example.
@@ -55,6 +57,7 @@ __all__ = [
     "CHECK_NS",
     "CLOSED",
     "CONNECTING",
+    "HEAD_READ",
     "IMPLEMENTATION",
     "MAX_WAIT_NS",
     "READY",
@@ -76,6 +79,8 @@ BUSY = 4
 CHECK_NS = 10_000_000
 #: Size of the receive buffer all connections share.
 RECV_SIZE = 131072
+#: The most a read takes while a response head is awaited: a big body's rest is then skipped uncopied.
+HEAD_READ = 16384
 #: The longest the loop waits for events before it looks at the clock again (ns).
 MAX_WAIT_NS = 1_000_000_000
 
@@ -525,7 +530,15 @@ class Engine:
         buf = self._buf
         while True:
             try:
-                n = conn.sock.recv_into(buf)
+                if conn.tls:
+                    n = conn.sock.recv_into(buf)
+                elif conn.skipping:
+                    # the rest of a Content-Length body: counted by the kernel, never copied to us
+                    n = conn.sock.recv_into(buf, min(conn.remaining, RECV_SIZE), socket.MSG_TRUNC)
+                elif conn.in_head and conn.state == BUSY:
+                    n = conn.sock.recv_into(buf, HEAD_READ)
+                else:
+                    n = conn.sock.recv_into(buf)
             except _NO_DATA:
                 return
             except OSError as exc:
@@ -553,7 +566,10 @@ class Engine:
             if n == 0:  # pragma: no cover - the parser raises on an early EOF
                 self._fail(conn, "ConnectionClosedError", "connection closed", now)
                 return
-            if not conn.tls or conn.sock.pending() == 0:
+            if conn.tls:
+                if conn.sock.pending() == 0:
+                    return
+            elif not conn.skipping:
                 return
 
     def _consume(self, conn: _Conn, n: int) -> bool:

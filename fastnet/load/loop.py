@@ -11,6 +11,7 @@ __all__ = [
     "CHECK_NS",
     "CLOSED",
     "CONNECTING",
+    "HEAD_READ",
     "IMPLEMENTATION",
     "MAX_WAIT_NS",
     "READY",
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from fastnet.load._loop_py import CHECK_NS as CHECK_NS
     from fastnet.load._loop_py import CLOSED as CLOSED
     from fastnet.load._loop_py import CONNECTING as CONNECTING
+    from fastnet.load._loop_py import HEAD_READ as HEAD_READ
     from fastnet.load._loop_py import IMPLEMENTATION as IMPLEMENTATION
     from fastnet.load._loop_py import MAX_WAIT_NS as MAX_WAIT_NS
     from fastnet.load._loop_py import READY as READY
