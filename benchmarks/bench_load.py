@@ -1,4 +1,4 @@
-"""Load generators side by side: ``fastnet load`` against wrk, hey and Locust FastHttpUser, on a private nginx.
+"""Load generators side by side: ``fastnet load`` against wrk, hey and Locust FastHttpUser, on private nginx.
 
 Workloads, both over 64 keep-alive connections: ``tiny`` (a 2-byte body, ``/2b``) and ``64k`` (a 64 KiB
 static file). Every tool runs as its own process pinned to CPU 0 (the generator's CPU; Go's runtime and
@@ -217,7 +217,9 @@ def _locust(url: str, seconds: float, rate: float | None = None) -> dict[str, An
 def _run_locust(cmd: list[str], seconds: float, cwd: str) -> tuple[str, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    proc = subprocess.run(_pinned(cmd), capture_output=True, text=True, timeout=seconds + 60, cwd=cwd, env=_env())
+    proc = subprocess.run(
+        _pinned(cmd), capture_output=True, text=True, timeout=seconds + 60, cwd=cwd, env=_env()
+    )
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -267,7 +269,9 @@ def _median(samples: list[dict[str, Any]], key: str) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _tables(results: dict[str, dict[str, list[dict[str, Any]]]], tools: list[str], failures: dict[str, str]) -> str:
+def _tables(
+    results: dict[str, dict[str, list[dict[str, Any]]]], tools: list[str], failures: dict[str, str]
+) -> str:
     blocks = []
     for wl in results:
         rows = []
@@ -282,7 +286,8 @@ def _tables(results: dict[str, dict[str, list[dict[str, Any]]]], tools: list[str
             if tool != "fastnet" and fastnet_rps:
                 ratio = f"{fastnet_rps / rps:.2f}×"
                 if tool in TARGETS:
-                    ratio += f" (target {TARGETS[tool]:g}×: {'met' if fastnet_rps / rps >= TARGETS[tool] else 'missed'})"
+                    verdict = "met" if fastnet_rps / rps >= TARGETS[tool] else "missed"
+                    ratio += f" (target {TARGETS[tool]:g}×: {verdict})"
             rows.append(
                 [
                     tool,
@@ -311,7 +316,14 @@ def _paced(url: str, seconds: float, tmp: str) -> str:
     except Exception as exc:  # noqa: BLE001
         return f"paced comparison failed: {exc}"
     rows = [
-        ["wrk (1 ms delay per connection)", f"{wrk['rps']:,.0f}", _ms(wrk["p50"]), _ms(wrk["p90"]), _ms(wrk["p99"]), ""],
+        [
+            "wrk (1 ms delay per connection)",
+            f"{wrk['rps']:,.0f}",
+            _ms(wrk["p50"]),
+            _ms(wrk["p90"]),
+            _ms(wrk["p99"]),
+            "",
+        ],
         [
             "fastnet load --rate, sent → done",
             f"{fast['rps']:,.0f}",
@@ -329,11 +341,15 @@ def _paced(url: str, seconds: float, tmp: str) -> str:
             _ms(fast["p50"]),
             _ms(fast["p90"]),
             _ms(fast["p99"]),
-            "/".join(f"{fast[k] / wrk[k]:.2f}" if fast.get(k) and wrk[k] else "–" for k in ("p50", "p90", "p99")),
+            "/".join(
+                f"{fast[k] / wrk[k]:.2f}" if fast.get(k) and wrk[k] else "–" for k in ("p50", "p90", "p99")
+            ),
         ],
     ]
     header = ["run", "requests/s", "p50 ms", "p90 ms", "p99 ms", "÷ wrk (p50/p90/p99)"]
-    return f"**Latency at the same rate ({url.rsplit('/', 1)[-1]})**\n\n" + common.markdown_table(header, rows)
+    return f"**Latency at the same rate ({url.rsplit('/', 1)[-1]})**\n\n" + common.markdown_table(
+        header, rows
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -368,7 +384,10 @@ def main(argv: list[str] | None = None) -> int:
         os.chmod(big, 0o644)
         common.pin_pids(nginx.pids(), SERVER_CPU)
         common.pin_self(SERVER_CPU)
-        print(f"nginx on 127.0.0.1:{nginx.port} pinned to CPU {SERVER_CPU}; tools on CPU {GENERATOR_CPU}", file=sys.stderr)
+        print(
+            f"nginx on 127.0.0.1:{nginx.port} pinned to CPU {SERVER_CPU}; tools on CPU {GENERATOR_CPU}",
+            file=sys.stderr,
+        )
         for wl in workloads:
             url = nginx.url(WORKLOADS[wl])
             results[wl] = {t: [] for t in tools}
@@ -384,17 +403,26 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     results[wl][tool].append(sample)
                     if args.verbose:
-                        print(f"  {wl} round {r + 1} {tool}: {sample['rps']:,.0f}/s cpu {sample['cpu']:.0%}", file=sys.stderr)
+                        print(
+                            f"  {wl} round {r + 1} {tool}: {sample['rps']:,.0f}/s cpu {sample['cpu']:.0%}",
+                            file=sys.stderr,
+                        )
             if not args.no_paced and "fastnet" in tools and "wrk" in tools:
                 paced.append(_paced(url, seconds, tmp))
     out = _tables(results, tools, failures)
     if paced:
         out += "\n\n" + "\n\n".join(paced)
+    versions = {
+        "wrk": _version(["wrk", "-v"]),
+        "hey": "Debian 0.1.4",
+        "locust": common._pkg_version("locust"),
+    }
     notes = [
         f"Command: `{common.command_line()}`",
-        f"Machine: {common.machine_notes({'wrk': _version(['wrk', '-v']), 'hey': 'Debian 0.1.4', 'locust': common._pkg_version('locust')})}",
-        f"Medians over {rounds} interleaved rounds of {seconds:g} s per tool; {CONNECTIONS} keep-alive connections; "
-        f"each tool pinned to CPU {GENERATOR_CPU}, nginx (one worker, no access log) to CPU {SERVER_CPU}. "
+        f"Machine: {common.machine_notes(versions)}",
+        f"Medians over {rounds} interleaved rounds of {seconds:g} s per tool; {CONNECTIONS} keep-alive "
+        f"connections; each tool pinned to CPU {GENERATOR_CPU}, nginx (one worker, no access log) to CPU "
+        f"{SERVER_CPU}. "
         f"Took {time.monotonic() - started:.0f} s.",
     ]
     if missing:

@@ -899,6 +899,7 @@ cdef class Engine:
     cdef int _on_readable(self, int i, int64_t now) except -1:
         cdef Conn* c = &self._c[i]
         cdef Py_ssize_t n
+        cdef size_t want
         cdef bint done
         while True:
             if c.tls:
@@ -914,8 +915,8 @@ cdef class Engine:
                     return 0
             else:
                 if c.skipping:
-                    n = recv(c.fd, self._bufp, <size_t>(c.remaining if c.remaining < _RECV_SIZE else _RECV_SIZE),
-                             MSG_TRUNC)
+                    want = <size_t>(c.remaining if c.remaining < _RECV_SIZE else _RECV_SIZE)
+                    n = recv(c.fd, self._bufp, want, MSG_TRUNC)
                 elif c.in_head and c.state == S_BUSY:
                     n = recv(c.fd, self._bufp, _HEAD_READ, 0)
                 else:
