@@ -6,17 +6,22 @@ Locust's gevent loop then use that one CPU too); nginx (one worker, no access lo
 pinned to CPU 1. Tools are interleaved within each round (rotating who goes first) and the figure is the
 median over rounds; the ratios are fastnet's requests/s over each peer's in the same run. Each tool's own
 CPU use (its process's user + system time over the wall time) is shown, so a generator that was the
-bottleneck is visible.
+bottleneck is visible, and so is nginx's (its worker's time on CPU 1 over the wall time, from schedstat):
+and so is CPU 1's as a whole (from /proc/stat: nginx, the kernel's network work for its sends, and
+anything else that ran there): near 100% means the server's side, not the tool, set the figure.
 
 Tools: ``fastnet`` (``python -m fastnet load``, the compiled loop), ``wrk`` (``-t1``), ``hey``, ``locust``
 (FastHttpUser, one process, no wait time), and two alternatives measured for the engine's design:
 ``fastnet-py`` (the pure-Python loop twin: in a compiled build it still calls the compiled parser) and
 ``client-threads`` (64 threads sharing one ``fastnet.Client``).
 
-Latency at the same rate: wrk paced by a Lua ``delay()`` (every connection waits 1 ms after each response)
-sets a rate; ``fastnet load --rate`` then runs at that rate, and the p50/p90/p99 of the two are compared:
-fastnet's "sent → done" (from the actual send to the last byte, which is what wrk measures) and its
-corrected latency (from each request's intended start).
+Latency at the same rate: wrk over 4 connections paced by a Lua ``delay()`` (each connection waits 1 ms
+after each response) sets a rate; ``fastnet load --rate`` then runs at that rate over 4 connections, and
+the p50/p90/p99 of the two are compared: fastnet's "sent → done" (from the actual send to the last byte,
+which is what wrk measures) and its corrected latency (from each request's intended start, so it also
+holds the generator's own lateness against the timetable). Few connections, because wrk's millisecond
+timers fire together on every connection: at 64 connections wrk sends in bursts of 64 that queue in
+nginx, while fastnet's timetable spaces requests evenly, and the two would not measure the same load.
 
 Usage::
 
@@ -50,6 +55,9 @@ import common  # noqa: E402
 __all__ = ["TOOLS", "WORKLOADS", "main"]
 
 CONNECTIONS = 64
+#: Connections of the latency comparison at the same rate: few, so that neither tool queues requests in
+#: bursts (wrk's 1 ms timers fire together on every connection) and the two measure the same thing.
+PACED_CONNECTIONS = 4
 GENERATOR_CPU = 0
 SERVER_CPU = 1
 WORKLOADS = {"tiny": "/2b", "64k": "/64k.bin"}
@@ -133,9 +141,11 @@ def _seconds(text: str) -> float:
 # Each takes (url, seconds, rate) and returns {"rps", "p50", "p90", "p99", "cpu", "errors"}.
 
 
-def _fastnet_tool(engine: str) -> Callable[[str, float, float | None], dict[str, Any]]:
-    def run(url: str, seconds: float, rate: float | None = None) -> dict[str, Any]:
-        cmd = [sys.executable, "-m", "fastnet", "load", url, "-c", str(CONNECTIONS), "-z", f"{seconds}s"]
+def _fastnet_tool(engine: str) -> Callable[..., dict[str, Any]]:
+    def run(
+        url: str, seconds: float, rate: float | None = None, connections: int = CONNECTIONS
+    ) -> dict[str, Any]:
+        cmd = [sys.executable, "-m", "fastnet", "load", url, "-c", str(connections), "-z", f"{seconds}s"]
         cmd += ["--json", "--quiet", "--engine", engine]
         if rate:
             cmd += ["--rate", f"{rate:.0f}"]
@@ -158,8 +168,14 @@ def _fastnet_tool(engine: str) -> Callable[[str, float, float | None], dict[str,
     return run
 
 
-def _wrk(url: str, seconds: float, rate: float | None = None, script: str | None = None) -> dict[str, Any]:
-    cmd = ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{max(1, round(seconds))}s", "--latency", url]
+def _wrk(
+    url: str,
+    seconds: float,
+    rate: float | None = None,
+    script: str | None = None,
+    connections: int = CONNECTIONS,
+) -> dict[str, Any]:
+    cmd = ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency", url]
     if script:
         cmd += ["-s", script]
     out, cpu = _run(cmd, seconds)
@@ -233,6 +249,23 @@ def _client_threads(url: str, seconds: float, rate: float | None = None) -> dict
     return {"rps": rps, "p50": p50, "p90": p90, "p99": p99, "cpu": cpu, "errors": 0}
 
 
+def _cpu_busy(cpu: int) -> tuple[int, int]:
+    """(busy, total) jiffies of one CPU from /proc/stat: everything but idle and iowait, so the kernel's
+    network work for nginx's sends (softirq) counts too, and so does anyone else's work on that CPU."""
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith(f"cpu{cpu} "):
+                fields = [int(x) for x in line.split()[1:]]
+                idle = fields[3] + fields[4]
+                return sum(fields) - idle, sum(fields)
+    return 0, 0
+
+
+def _busy_since(before: tuple[int, int], after: tuple[int, int]) -> float | None:
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else None
+
+
 def _have_locust() -> bool:
     try:
         import locust  # noqa: F401
@@ -280,7 +313,7 @@ def _tables(
             samples = results[wl].get(tool, [])
             rps = _median(samples, "rps")
             if rps is None:
-                rows.append([tool, failures.get(f"{wl}/{tool}", "–"), "", "", "", "", "", ""])
+                rows.append([tool, failures.get(f"{wl}/{tool}", "–"), "", "", "", "", "", "", ""])
                 continue
             ratio = ""
             if tool != "fastnet" and fastnet_rps:
@@ -297,10 +330,13 @@ def _tables(
                     _ms(_median(samples, "p90")),
                     _ms(_median(samples, "p99")),
                     f"{_median(samples, 'cpu') or 0:.0%}",
+                    f"{_median(samples, 'server_cpu') or 0:.0%} / "
+                    f"{_median(samples, 'server_cpu_busy') or 0:.0%}",
                     f"{sum(s['errors'] for s in samples):,}",
                 ]
             )
-        header = ["tool", "requests/s", "fastnet ÷ tool", "p50 ms", "p90 ms", "p99 ms", "tool CPU", "errors"]
+        header = ["tool", "requests/s", "fastnet ÷ tool", "p50 ms", "p90 ms", "p99 ms"]
+        header += ["tool CPU", f"nginx / CPU {SERVER_CPU} busy", "errors"]
         title = f"**{WORKLOAD_TITLES[wl]} ({WORKLOADS[wl]}), {CONNECTIONS} connections, closed loop**"
         blocks.append(title + "\n\n" + common.markdown_table(header, rows))
     return "\n\n".join(blocks)
@@ -311,13 +347,13 @@ def _paced(url: str, seconds: float, tmp: str) -> str:
     script = Path(tmp) / "pace.lua"
     script.write_text("function delay()\n  return 1\nend\n")
     try:
-        wrk = _wrk(url, seconds, script=str(script))
-        fast = _fastnet_tool("c")(url, seconds, wrk["rps"])
+        wrk = _wrk(url, seconds, script=str(script), connections=PACED_CONNECTIONS)
+        fast = _fastnet_tool("c")(url, seconds, wrk["rps"], connections=PACED_CONNECTIONS)
     except Exception as exc:  # noqa: BLE001
         return f"paced comparison failed: {exc}"
     rows = [
         [
-            "wrk (1 ms delay per connection)",
+            f"wrk, {PACED_CONNECTIONS} connections, 1 ms delay after each response",
             f"{wrk['rps']:,.0f}",
             _ms(wrk["p50"]),
             _ms(wrk["p90"]),
@@ -347,9 +383,8 @@ def _paced(url: str, seconds: float, tmp: str) -> str:
         ],
     ]
     header = ["run", "requests/s", "p50 ms", "p90 ms", "p99 ms", "÷ wrk (p50/p90/p99)"]
-    return f"**Latency at the same rate ({url.rsplit('/', 1)[-1]})**\n\n" + common.markdown_table(
-        header, rows
-    )
+    title = f"**Latency at the same rate ({url.rsplit('/', 1)[-1]}, {PACED_CONNECTIONS} connections)**"
+    return title + "\n\n" + common.markdown_table(header, rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -382,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
         big = nginx.dir / "www" / "64k.bin"
         big.write_bytes(os.urandom(_SIZE_64K))
         os.chmod(big, 0o644)
-        common.pin_pids(nginx.pids(), SERVER_CPU)
+        server_pids = nginx.pids()
+        common.pin_pids(server_pids, SERVER_CPU)
         common.pin_self(SERVER_CPU)
         print(
             f"nginx on 127.0.0.1:{nginx.port} pinned to CPU {SERVER_CPU}; tools on CPU {GENERATOR_CPU}",
@@ -397,7 +433,11 @@ def main(argv: list[str] | None = None) -> int:
                     if f"{wl}/{tool}" in failures:
                         continue
                     try:
+                        c0, t0, busy0 = common.cpu_ns(server_pids), time.monotonic(), _cpu_busy(SERVER_CPU)
                         sample = TOOLS[tool][0](url, seconds)
+                        wall = time.monotonic() - t0
+                        sample["server_cpu"] = (common.cpu_ns(server_pids) - c0) / 1e9 / wall
+                        sample["server_cpu_busy"] = _busy_since(busy0, _cpu_busy(SERVER_CPU))
                     except Exception as exc:  # noqa: BLE001 - report and go on with the others
                         failures[f"{wl}/{tool}"] = f"{type(exc).__name__}: {str(exc)[:120]}"
                         continue
