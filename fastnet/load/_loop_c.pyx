@@ -574,9 +574,12 @@ cdef class Engine:
     def deliver(self, int index, sock, error, phases):
         """Hand back a connection ``prepare(index, group)`` was asked for (any thread)."""
         cdef char x = b"x"
+        if self._shut:
+            if sock is not None:
+                sock.close()
+            return
         self._delivered.append((index, sock, error, phases))
-        if not self._shut:
-            write(self._wake_w, &x, 1)
+        write(self._wake_w, &x, 1)
 
     def run(self, int64_t until_ns):
         """Run until ``until_ns`` (``time.monotonic_ns()``) or the end of the run; True once it ended."""

@@ -283,6 +283,10 @@ class Engine:
         ``sock`` is the connected socket (plain or TLS) or ``None`` with ``error``; ``phases`` is
         ``(dns_us, connect_us, tls_us)`` with -1 for a phase that did not happen.
         """
+        if self._shut:
+            if sock is not None:
+                sock.close()
+            return
         self._delivered.append((index, sock, error, phases))
         try:
             os.write(self._wake_w, b"x")

@@ -228,9 +228,9 @@ def run(
     finally:
         if restore is not None:
             restore()
-        eng.close()
         if preparer is not None:
-            preparer.close()
+            preparer.close()  # first: what its threads still deliver is closed with the engine
+        eng.close()
     wall, on_cpu, waiting = clock.sample()
     if eng.reason == "stopped":
         interrupted = True

@@ -267,3 +267,15 @@ def test_recorder_counts_like_hdrhistogram(twins: Twins) -> None:
     )
     for p in (50, 90, 99, 99.9, 100):
         assert histogram.get_value_at_percentile(p) == reference.get_value_at_percentile(p)
+
+
+def test_engine_closes_connections_delivered_after_the_end(twins: Twins, server: MockServer) -> None:
+    module = twins(LOOP)
+    engine = module.Engine(
+        [group(server.port, address=False)], [0], total=1, duration=0.0, rate=0.0, timeout=1.0, head=False,
+        recorders=Histograms.new(), prepare=lambda index, g: None,
+    )  # fmt: skip
+    engine.close()
+    late = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    engine.deliver(0, late, None, None)
+    assert late.fileno() == -1
