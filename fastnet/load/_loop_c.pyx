@@ -841,6 +841,7 @@ cdef class Engine:
         cdef bytes data = <bytes>requests[self._rr[g] % len(requests)]
         cdef Py_ssize_t size = PyBytes_GET_SIZE(data)
         cdef Py_ssize_t sent
+        now = _now()  # the moment of this send, not of the turn of the loop
         self._rr[g] += 1
         c.state = S_BUSY
         c.sent_at = now
@@ -1015,6 +1016,7 @@ cdef class Engine:
 
     cdef int _complete(self, int i, int64_t now) except -1:
         cdef Conn* c = &self._c[i]
+        now = _now()  # after the last read and the parse, as a client would see it
         self._latency.put((now - c.intended) // 1000)
         self._response.put((now - c.sent_at) // 1000)
         self.completed += 1

@@ -493,6 +493,7 @@ class Engine:
     # -- one request ----------------------------------------------------------------------------------
 
     def _send(self, conn: _Conn, now: int) -> None:
+        now = _monotonic_ns()  # the moment of this send, not of the turn of the loop
         requests = self._requests[conn.group]
         data = requests[self._rr[conn.group] % len(requests)]
         self._rr[conn.group] += 1
@@ -631,6 +632,7 @@ class Engine:
                 return False
 
     def _complete(self, conn: _Conn, now: int) -> None:
+        now = _monotonic_ns()  # after the last read and the parse, as a client would see it
         self._latency.record((now - conn.intended) // 1000)
         self._response.record((now - conn.sent_at) // 1000)
         self.completed += 1
