@@ -249,21 +249,34 @@ def _client_threads(url: str, seconds: float, rate: float | None = None) -> dict
     return {"rps": rps, "p50": p50, "p90": p90, "p99": p99, "cpu": cpu, "errors": 0}
 
 
-def _cpu_busy(cpu: int) -> tuple[int, int]:
-    """(busy, total) jiffies of one CPU from /proc/stat: everything but idle and iowait, so the kernel's
-    network work for nginx's sends (softirq) counts too, and so does anyone else's work on that CPU."""
+def _cpu_busy(cpu: int) -> list[int]:
+    """One CPU's jiffies from /proc/stat: user, nice, system, idle, iowait, irq, softirq, steal, ..."""
     with open("/proc/stat") as f:
         for line in f:
             if line.startswith(f"cpu{cpu} "):
-                fields = [int(x) for x in line.split()[1:]]
-                idle = fields[3] + fields[4]
-                return sum(fields) - idle, sum(fields)
-    return 0, 0
+                return [int(x) for x in line.split()[1:]]
+    return []
 
 
-def _busy_since(before: tuple[int, int], after: tuple[int, int]) -> float | None:
-    total = after[1] - before[1]
-    return (after[0] - before[0]) / total if total > 0 else None
+def _busy_since(before: list[int], after: list[int]) -> float | None:
+    """The CPU's busy share between two readings: everything but idle and iowait, so the kernel's network
+    work for nginx's sends (system, softirq) counts, and so does anyone else's work on that CPU."""
+    if not before or not after:
+        return None
+    delta = [a - b for a, b in zip(after, before, strict=True)]
+    total = sum(delta)
+    return (total - delta[3] - delta[4]) / total if total > 0 else None
+
+
+def _breakdown(before: list[int], after: list[int]) -> dict[str, float]:
+    delta = [a - b for a, b in zip(after, before, strict=True)]
+    total = sum(delta) or 1
+    return {
+        "user": (delta[0] + delta[1]) / total,
+        "system": delta[2] / total,
+        "softirq": (delta[5] + delta[6]) / total,
+        "idle": (delta[3] + delta[4]) / total,
+    }
 
 
 def _have_locust() -> bool:
@@ -338,7 +351,15 @@ def _tables(
         header = ["tool", "requests/s", "fastnet ÷ tool", "p50 ms", "p90 ms", "p99 ms"]
         header += ["tool CPU", f"nginx / CPU {SERVER_CPU} busy", "errors"]
         title = f"**{WORKLOAD_TITLES[wl]} ({WORKLOADS[wl]}), {CONNECTIONS} connections, closed loop**"
-        blocks.append(title + "\n\n" + common.markdown_table(header, rows))
+        block = title + "\n\n" + common.markdown_table(header, rows)
+        splits = [s["server_split"] for s in results[wl].get("fastnet", []) if "server_split" in s]
+        if splits:
+            parts = ", ".join(
+                f"{k} {statistics.median(s[k] for s in splits):.0%}"
+                for k in ("user", "system", "softirq", "idle")
+            )
+            block += f"\n\nCPU {SERVER_CPU} (nginx's) during the fastnet runs: {parts}."
+        blocks.append(block)
     return "\n\n".join(blocks)
 
 
@@ -413,6 +434,12 @@ def main(argv: list[str] | None = None) -> int:
     failures: dict[str, str] = {}
     paced = []
     started = time.monotonic()
+    versions = {
+        "wrk": _version(["wrk", "-v"]),
+        "hey": "Debian 0.1.4",
+        "locust": common._pkg_version("locust"),
+    }
+    machine = common.machine_notes(versions)  # now: the load average before the run
     with common.Nginx() as nginx, tempfile.TemporaryDirectory(prefix="fastnet-bench-load-") as tmp:
         big = nginx.dir / "www" / "64k.bin"
         big.write_bytes(os.urandom(_SIZE_64K))
@@ -437,7 +464,10 @@ def main(argv: list[str] | None = None) -> int:
                         sample = TOOLS[tool][0](url, seconds)
                         wall = time.monotonic() - t0
                         sample["server_cpu"] = (common.cpu_ns(server_pids) - c0) / 1e9 / wall
-                        sample["server_cpu_busy"] = _busy_since(busy0, _cpu_busy(SERVER_CPU))
+                        busy1 = _cpu_busy(SERVER_CPU)
+                        sample["server_cpu_busy"] = _busy_since(busy0, busy1)
+                        if busy0 and busy1:
+                            sample["server_split"] = _breakdown(busy0, busy1)
                     except Exception as exc:  # noqa: BLE001 - report and go on with the others
                         failures[f"{wl}/{tool}"] = f"{type(exc).__name__}: {str(exc)[:120]}"
                         continue
@@ -452,14 +482,10 @@ def main(argv: list[str] | None = None) -> int:
     out = _tables(results, tools, failures)
     if paced:
         out += "\n\n" + "\n\n".join(paced)
-    versions = {
-        "wrk": _version(["wrk", "-v"]),
-        "hey": "Debian 0.1.4",
-        "locust": common._pkg_version("locust"),
-    }
+    end_load = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     notes = [
         f"Command: `{common.command_line()}`",
-        f"Machine: {common.machine_notes(versions)}",
+        f"Machine: {machine}; load average at the end {end_load}",
         f"Medians over {rounds} interleaved rounds of {seconds:g} s per tool; {CONNECTIONS} keep-alive "
         f"connections; each tool pinned to CPU {GENERATOR_CPU}, nginx (one worker, no access log) to CPU "
         f"{SERVER_CPU}. "
