@@ -4,11 +4,14 @@ Workloads, both over 64 keep-alive connections: ``tiny`` (a 2-byte body, ``/2b``
 static file). Every tool runs as its own process pinned to CPU 0 (the generator's CPU; Go's runtime and
 Locust's gevent loop then use that one CPU too); nginx (one worker, no access log) and this script are
 pinned to CPU 1. Tools are interleaved within each round (rotating who goes first) and the figure is the
-median over rounds; the ratios are fastnet's requests/s over each peer's in the same run. Each tool's own
-CPU use (its process's user + system time over the wall time) is shown, so a generator that was the
-bottleneck is visible, and so is nginx's (its worker's time on CPU 1 over the wall time, from schedstat):
-and so is CPU 1's as a whole (from /proc/stat: nginx, the kernel's network work for its sends, and
-anything else that ran there): near 100% means the server's side, not the tool, set the figure.
+median over rounds; the ratios are fastnet's requests/s over each peer's in the same run.
+
+Each tool's own CPU use (its process's user + system time over the wall time) is shown, and the CPU time
+it spent per request: other processes on the machine take wall time from a tool but barely change its CPU
+time per request, so "tool ÷ fastnet" of those is the steadier comparison of what each tool does with one
+CPU. nginx's share of CPU 1 (its worker's schedstat time) and CPU 1's busy share as a whole (/proc/stat:
+nginx, the kernel's network work for its sends, and anything else that ran there) are shown too: near
+100% means the server's side, not the tool, set the figure.
 
 Tools: ``fastnet`` (``python -m fastnet load``, the compiled loop), ``wrk`` (``-t1``), ``hey``, ``locust``
 (FastHttpUser, one process, no wait time), and two alternatives measured for the engine's design:
@@ -322,23 +325,29 @@ def _tables(
     for wl in results:
         rows = []
         fastnet_rps = _median(results[wl].get("fastnet", []), "rps")
+        fastnet_cost = _median(results[wl].get("fastnet", []), "cost")
         for tool in tools:
             samples = results[wl].get(tool, [])
             rps = _median(samples, "rps")
             if rps is None:
-                rows.append([tool, failures.get(f"{wl}/{tool}", "–"), "", "", "", "", "", "", ""])
+                rows.append([tool, failures.get(f"{wl}/{tool}", "–"), "", "", "", "", "", "", "", "", ""])
                 continue
-            ratio = ""
+            ratio = cost_ratio = ""
+            cost = _median(samples, "cost")
             if tool != "fastnet" and fastnet_rps:
                 ratio = f"{fastnet_rps / rps:.2f}×"
                 if tool in TARGETS:
                     verdict = "met" if fastnet_rps / rps >= TARGETS[tool] else "missed"
                     ratio += f" (target {TARGETS[tool]:g}×: {verdict})"
+            if tool != "fastnet" and fastnet_cost and cost:
+                cost_ratio = f"{cost / fastnet_cost:.2f}×"
             rows.append(
                 [
                     tool,
                     f"{rps:,.0f}",
                     ratio,
+                    f"{cost * 1e6:.1f}" if cost else "–",
+                    cost_ratio,
                     _ms(_median(samples, "p50")),
                     _ms(_median(samples, "p90")),
                     _ms(_median(samples, "p99")),
@@ -348,7 +357,8 @@ def _tables(
                     f"{sum(s['errors'] for s in samples):,}",
                 ]
             )
-        header = ["tool", "requests/s", "fastnet ÷ tool", "p50 ms", "p90 ms", "p99 ms"]
+        header = ["tool", "requests/s", "fastnet ÷ tool", "tool CPU µs/request", "tool ÷ fastnet"]
+        header += ["p50 ms", "p90 ms", "p99 ms"]
         header += ["tool CPU", f"nginx / CPU {SERVER_CPU} busy", "errors"]
         title = f"**{WORKLOAD_TITLES[wl]} ({WORKLOADS[wl]}), {CONNECTIONS} connections, closed loop**"
         block = title + "\n\n" + common.markdown_table(header, rows)
@@ -471,6 +481,7 @@ def main(argv: list[str] | None = None) -> int:
                     except Exception as exc:  # noqa: BLE001 - report and go on with the others
                         failures[f"{wl}/{tool}"] = f"{type(exc).__name__}: {str(exc)[:120]}"
                         continue
+                    sample["cost"] = sample["cpu"] / sample["rps"] if sample["rps"] else None
                     results[wl][tool].append(sample)
                     if args.verbose:
                         print(
