@@ -210,7 +210,7 @@ CHECK_NS = 10_000_000
 #: Size of the receive buffer all connections share.
 RECV_SIZE = 131072
 #: The most a read takes while a response head is awaited: a big body's rest is then skipped uncopied.
-HEAD_READ = 16384
+HEAD_READ = 4096
 #: The longest the loop waits for events before it looks at the clock again (ns).
 MAX_WAIT_NS = 1_000_000_000
 
