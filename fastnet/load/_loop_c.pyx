@@ -747,6 +747,7 @@ cdef class Engine:
             c.state = S_SETUP
             self._prepare(i, g)
             return 0
+        c.started = _now()  # this connect's own start (a turn may open many)
         fd = socket(self._families[g], SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
         if fd < 0:
             self._connect_failed(i, errno, now)
@@ -781,7 +782,7 @@ cdef class Engine:
 
     cdef int _connected(self, int i, int64_t now) except -1:
         self.connections_opened += 1
-        self._connect.put((now - self._c[i].started) // 1000)
+        self._connect.put((_now() - self._c[i].started) // 1000)
         self._send(i, now)
         return 0
 

@@ -416,6 +416,7 @@ class Engine:
             self._prepare(conn.index, conn.group)
             return
         family, host, port = address
+        conn.started = _monotonic_ns()  # this connect's own start (a turn may open many)
         try:
             sock = socket.socket(family, socket.SOCK_STREAM)
         except OSError as exc:  # out of file descriptors, for one
@@ -445,7 +446,7 @@ class Engine:
 
     def _connected(self, conn: _Conn, now: int) -> None:
         self.connections_opened += 1
-        self._connect.record((now - conn.started) // 1000)
+        self._connect.record((_monotonic_ns() - conn.started) // 1000)
         self._send(conn, now)
 
     def _connect_failed(self, conn: _Conn, code: int, now: int) -> None:
