@@ -290,7 +290,8 @@ def _generator_note(demand: float, saturated: bool, rate: float | None, lag: Any
     if saturated:
         return (
             f"saturated: the generator's thread was busy {demand:.0%} of the run, so fastnet load, not "
-            "the server, set the pace (use --rate, fewer connections, or a less loaded machine)"
+            "the server, set the pace (a --rate below this throughput measures the server; for more load, "
+            "run more generators)"
         )
     if rate and lag is not None and lag.p99 > 0.005:
         return "not saturated, but some sends left late against the timetable (p99 above 5 ms)"
