@@ -28,7 +28,7 @@ from fastnet.load._progress import choose_display
 from fastnet.load._targets import parse_resolve
 from fastnet.testing import MockResponse, MockServer
 
-__all__ = ["add_parser", "main", "parse_duration"]
+__all__ = ["DEMO_BODY", "add_parser", "main", "parse_duration"]
 
 _UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "m": 60.0, "h": 3600.0}
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|us|µs|s|m|h|)\s*$")

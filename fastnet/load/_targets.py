@@ -49,9 +49,11 @@ __all__ = [
     "OverrideDns",
     "Preparer",
     "build_request",
+    "default_resolver",
     "parse_resolve",
     "plan_groups",
     "resolve_address",
+    "spread",
 ]
 
 USER_AGENT = f"fastnet-load/{__version__}"

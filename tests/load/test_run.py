@@ -164,6 +164,10 @@ def test_run_refuses_what_cannot_start() -> None:
         fastnet.load.run("ftp://127.0.0.1/", requests=1)
     with pytest.raises(fastnet.load.LoadError, match="bad proxy"):
         fastnet.load.run("http://127.0.0.1:1/", requests=1, proxy="gopher://127.0.0.1:70")
+    with pytest.raises(fastnet.load.LoadError, match="TLS inside TLS"):
+        fastnet.load.run("https://127.0.0.1:1/", requests=1, proxy="https://127.0.0.1:2")
+    with pytest.raises(fastnet.load.LoadError, match="credentials in the URL"):
+        fastnet.load.run("http://bob:pw@127.0.0.1:1/", requests=1)
     with pytest.raises(fastnet.load.LoadError, match="at least as many connections"):
         fastnet.load.run(["http://127.0.0.1:1/", "http://127.0.0.2:1/"], requests=1, connections=1)
     with pytest.raises(ValueError, match="connections must be positive"):
@@ -251,6 +255,13 @@ def test_run_over_tls_verifies_unless_insecure(testbed: Testbed) -> None:
     refused = fastnet.load.run(url, requests=3, connections=1)  # certifi does not know the test CA
     assert refused.completed == 0 and [e.type for e in refused.errors] == ["TlsVerificationError"]
     assert "certificate verification failed for 127.0.0.1" in refused.errors[0].example
+
+
+@pytest.mark.testbed
+def test_run_over_ipv6(testbed: Testbed) -> None:
+    result = fastnet.load.run(testbed.url("/2b", host="::1"), requests=40, connections=2)
+    assert result.urls == [f"http://[::1]:{testbed.http_port}/2b"]
+    assert result.status_codes == {200: 40}, result.errors
 
 
 @pytest.mark.testbed
