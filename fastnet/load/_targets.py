@@ -240,7 +240,11 @@ class _Phases(fastnet.EventListener):
 
 
 class _SetupUser(ConnectionUser):
-    """The connection layer's view of one connection setup: no call, no deadline, its own listener."""
+    """The connection layer's view of one connection setup: no call, no deadline, its own listener.
+
+    It also sets the fields a newer ``ConnectionUser`` has (no body limit, no route to retry first, no
+    queueing): this subclass has a ``__dict__``, so they are harmless where the base class lacks them.
+    """
 
     def __init__(self, events: Any) -> None:
         self.events = events
@@ -251,6 +255,11 @@ class _SetupUser(ConnectionUser):
         self.finder = None
         self.exchange = None
         self.last_failure = None
+        self.max_body_size = 0
+        self.reusable = False
+        self.retry_route = None
+        self.started_at = time.monotonic()
+        self.queued = 0.0
 
 
 class Preparer:
