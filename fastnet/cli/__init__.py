@@ -1,4 +1,5 @@
-"""The ``fastnet`` command line: ``fastnet get URL [-H 'Name: value'] [-d DATA] [-X METHOD] [-v]``.
+"""The ``fastnet`` command line: ``fastnet get URL [-H 'Name: value'] [-d DATA] [-X METHOD] [-v]``, and
+``fastnet load [URL ...]``, the load generator (``fastnet/cli/load.py``).
 
 Prints the status line, the response headers and the body. ``-v`` adds the request that was sent and
 every event of the call with its time (``LoggingEventListener``), then the response's timings. With no
@@ -14,6 +15,7 @@ import sys
 from typing import Any
 
 import fastnet
+from fastnet.cli import load as load_command
 from fastnet.testing import MockResponse, MockServer
 
 __all__ = ["main"]
@@ -66,7 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     get.add_argument("-v", "--verbose", action="store_true", help="show the request and each phase's timing")
     get.add_argument("-k", "--insecure", action="store_true", help="do not verify TLS certificates")
     get.add_argument("--timeout", type=float, default=10.0, help="connect/read/write timeout in seconds")
+    load_parser = load_command.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "load":
+        return load_command.main(args, load_parser)
 
     server = None
     url = args.url
