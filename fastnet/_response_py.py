@@ -267,8 +267,9 @@ class Response:
         """The whole body: read (once; then kept) if it is still streaming."""
         source = self._source
         if source is not None:
+            content = await source.aread_all()  # a source of the other kind raises: nothing is lost
             self._source = None
-            self._content = await source.aread_all()
+            self._content = content
         elif self._unreadable:
             raise RuntimeError("the body of a prior response is unreadable (it was closed by a follow-up)")
         return self._content
@@ -354,8 +355,9 @@ class Response:
         """The whole body: read (once; then kept) if it is still streaming."""
         source = self._source
         if source is not None:
+            content = source.read_all()  # a source of the other kind raises: nothing is lost
             self._source = None
-            self._content = source.read_all()
+            self._content = content
         elif self._unreadable:
             raise RuntimeError("the body of a prior response is unreadable (it was closed by a follow-up)")
         return self._content

@@ -28,6 +28,7 @@ Plain Python in both builds: per request it costs a few attribute writes next to
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 from typing import TYPE_CHECKING, Any
 
@@ -203,13 +204,33 @@ class AsyncRealConnection(RealConnection):
         return not (self.closed or self.eof or self.arrived or self.parser.take_buffered())
 
     def close(self) -> None:
+        """Close now (no graceful flush: a connection closed here is not coming back). Safe from any
+        thread, and after the loop itself was closed (the socket is then closed directly)."""
         if self.closed:
             return
         self.closed = True
         self.no_new_exchanges = True
         transport = self.transport
+        loop = self.loop
+        if loop.is_closed():
+            if self.sock is not None:
+                self.sock.close()
+            return
+        try:
+            on_loop = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            if transport is not None:
+                transport.abort()
+            self.ended(None)
+        else:
+            loop.call_soon_threadsafe(self._close_on_loop)
+
+    def _close_on_loop(self) -> None:
+        transport = self.transport
         if transport is not None:
-            transport.abort()  # no graceful flush: a connection closed here is not coming back
+            transport.abort()
         self.ended(None)
 
     def shutdown(self) -> None:
@@ -270,12 +291,17 @@ def _expire(waiter: asyncio.Future[None], what: str) -> None:
 
 
 def new_async_connection(
-    loop: asyncio.AbstractEventLoop, route: Route | None, address: Address, http_proxy: bool
+    loop: asyncio.AbstractEventLoop,
+    route: Route | None,
+    address: Address,
+    http_proxy: bool,
+    sock: socket.socket | None = None,
 ) -> AsyncRealConnection:
     """An asyncio connection not yet attached to a transport: pass ``conn.protocol`` to the loop's
-    ``create_connection(lambda: conn.protocol, sock=...)``."""
+    ``create_connection(lambda: conn.protocol, sock=sock)``. ``sock`` is kept to close it should the
+    loop be closed first."""
     conn = AsyncRealConnection.__new__(AsyncRealConnection)
-    conn.sock = None
+    conn.sock = sock
     conn.sendall = None
     conn.recv_into = None
     conn.route = route
