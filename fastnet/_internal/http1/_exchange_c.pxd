@@ -52,7 +52,7 @@ cdef class Exchange(ResponseBodySource):
     @cython.locals(conn=RealConnection, reusable=bint, user=ConnectionUser, timings=Timings)
     cpdef finish(self, bint complete)
 
-    @cython.locals(conn=RealConnection)
+    @cython.locals(conn=RealConnection, timings=Timings)
     cpdef fail_body(self, object exc)
 
     @cython.locals(conn=RealConnection, parser=ResponseParser)

@@ -449,10 +449,10 @@ class Exchange(ResponseBodySource):
         conn.exchange_count += 1
         user = self.user
         events = user.events
+        timings = self.timings
+        if timings is not None:
+            timings.body_end = monotonic()  # read to the end or given up: timings.total stops here
         if complete:
-            timings = self.timings
-            if timings is not None:
-                timings.body_end = monotonic()
             if events is not None:
                 if not self.body_started:
                     self._start_body()  # nothing was read: the body ended as it was opened
@@ -467,6 +467,9 @@ class Exchange(ResponseBodySource):
         conn = self.connection
         conn.no_new_exchanges = True
         conn.exchange_count += 1
+        timings = self.timings
+        if timings is not None:
+            timings.body_end = monotonic()
         self.user.body_failed(exc, conn)
 
     def close_body(self) -> None:
