@@ -22,9 +22,10 @@ when it starts or is failed unstarted; its ``call_timeout`` starts when it runs 
 of the call), and ``response.timings.queue`` is how long it waited. ``idle_callback`` runs whenever the
 last running call finishes (after its callback) and none is waiting.
 
-The future of an enqueued call resolves after the callback returned. ``future.cancel()`` cancels the
-call, queued or running; its callback still hears ``on_failure``. A callback that raises is logged and
-changes nothing else.
+The future of an enqueued call resolves after the callback returned. ``future.cancel()`` of a call that
+has not started cancels the call (its callback still hears ``on_failure``); once the call runs, its
+future cannot be canceled, as any ``concurrent.futures`` future: ``call.cancel()`` stops it. A callback
+that raises is logged and changes nothing else.
 
 The default executor is a pool of daemon threads made on demand (one per running call at most, so it
 is sized for waiting on I/O, not for CPUs) whose idle threads end after a minute.
@@ -84,9 +85,21 @@ class _AsyncCall:
 def _cancel_call_with_future(call: RealCall) -> Callable[[Future[Response]], None]:
     def done(future: Future[Response]) -> None:
         if future.cancelled():
+            # concurrent.futures.wait() and as_completed() count a canceled future as done only once
+            # the executor side has been told (CANCELLED_AND_NOTIFIED): this is that side
+            _mark_running(future)
             call.cancel()
 
     return done
+
+
+def _mark_running(future: Future[Response]) -> bool:
+    """``set_running_or_notify_cancel()``, once, whichever of two threads gets there first; False when
+    the future was canceled."""
+    try:
+        return future.set_running_or_notify_cancel()
+    except RuntimeError:  # canceled, and the other thread already notified the waiters
+        return False
 
 
 class Dispatcher:
@@ -307,6 +320,10 @@ class Dispatcher:
         call = job.call
         job.thread = threading.get_ident()
         call.queued = monotonic() - job.enqueued_at
+        # from here future.cancel() returns False, as for any running future: call.cancel() stops it.
+        # A future canceled while queued canceled its call, which now fails at once (call_start,
+        # call_failed, on_failure), so every enqueued call ends one way only.
+        _mark_running(job.future)
         response: Response | None = None
         error: BaseException | None = None
         try:
@@ -348,7 +365,7 @@ class Dispatcher:
                     future.set_result(response)
                 else:
                     future.set_exception(failure)
-            except InvalidStateError:  # future.cancel() was called: nobody takes this result
+            except InvalidStateError:  # canceled while queued: nobody takes this result
                 if response is not None and callback is None:
                     response.close()
 

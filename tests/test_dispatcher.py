@@ -7,6 +7,7 @@ requests reached the network, in order.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import socket
 import threading
@@ -360,6 +361,9 @@ def test_dispatcher_future_cancel_cancels_a_queued_call(held: HoldingServer) -> 
         assert future.cancelled() and call.is_canceled
         with pytest.raises(CancelledError):
             future.result(0)
+        done, _ = concurrent.futures.wait([future, running], timeout=5, return_when="FIRST_COMPLETED")
+        assert done == {future}  # wait() and as_completed() see a canceled future as done
+        assert list(concurrent.futures.as_completed([future], timeout=5)) == [future]
         held.release_all()
         assert running.result(10).content == b"/running"
         assert recorder.done.wait(10)
@@ -385,12 +389,15 @@ def test_dispatcher_cancel_a_running_call(held: HoldingServer) -> None:
         assert_pool_clean(client)
 
 
-def test_dispatcher_future_cancel_cancels_a_running_call(held: HoldingServer) -> None:
+def test_dispatcher_future_of_a_running_call_cannot_be_canceled(held: HoldingServer) -> None:
     with make_fast_client(read_timeout=30) as client:
         call = client.new_call(fastnet.Request("GET", held.url("/running")))
         future = call.enqueue()
         held.wait_for(1)
-        assert future.cancel() and call.is_canceled
+        assert future.running()
+        assert not future.cancel() and not call.is_canceled  # as any concurrent.futures future
+        call.cancel()  # the way to stop a running call
+        assert isinstance(future.exception(10), fastnet.CanceledError)
         wait_until(lambda: client.dispatcher.running_calls_count() == 0, timeout=5)
         assert_pool_clean(client)
 
