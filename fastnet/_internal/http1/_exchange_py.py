@@ -386,7 +386,7 @@ class Exchange(ResponseBodySource):
                 parser.read_body()
                 raise ProtocolError(f"unexpected end of stream: {total - received} body bytes missing")
             if user.canceled:
-                raise CanceledError("canceled while reading the response body")
+                raise user.canceled_error(self.request)  # CallTimeout when the watchdog canceled it
         except NetworkError as exc:
             self.fail_body(exc)
             raise
