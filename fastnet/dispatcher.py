@@ -118,7 +118,8 @@ class Dispatcher:
         self._changed = threading.Condition(self._lock)  # a running call finished (for shutdown(wait))
         self._ready: deque[_AsyncCall] = deque()
         self._running: dict[_AsyncCall, None] = {}
-        self._per_host: dict[str, int] = {}
+        self._per_host: dict[str, int] = {}  # running calls per host
+        self._waiting_per_host: dict[str, int] = {}  # calls in the ready queue per host
         self._shut_down = False
         self._waiting_for_running = 0
         #: Called (with no arguments) whenever the last running call finishes and none is waiting.
@@ -177,6 +178,7 @@ class Dispatcher:
                 shut = self._shut_down
                 if not shut:
                     self._ready.append(job)
+                    self._waiting_per_host[job.host] = self._waiting_per_host.get(job.host, 0) + 1
                     start = self._promote_locked()
             if shut:
                 self._fail_unstarted(job, CanceledError("the dispatcher is shut down", url=call.request.url))
@@ -219,6 +221,7 @@ class Dispatcher:
             self._shut_down = True
             queued = list(self._ready)
             self._ready.clear()
+            self._waiting_per_host.clear()
         for job in queued:
             job.call.cancel()
             self._fail_unstarted(job, CanceledError("the dispatcher was shut down", url=job.call.request.url))
@@ -257,26 +260,40 @@ class Dispatcher:
             self._changed.notify_all()
 
     def _promote_locked(self) -> list[_AsyncCall]:
-        """Move what may start now to running (FIFO, skipping hosts at their limit); the caller submits."""
+        """Move what may start now to running (FIFO, skipping hosts at their limit); the caller submits.
+
+        O(calls started + calls passed over): it returns at once when ``max_requests`` run, and stops
+        as soon as every host with a waiting call is at its limit (so 10,000 calls waiting for one
+        host cost nothing per promotion); the calls passed over go back to the front, in order."""
         ready = self._ready
-        if self._shut_down or not ready or len(self._running) >= self._max_requests:
-            return []
-        start: list[_AsyncCall] = []
-        kept: deque[_AsyncCall] = deque()
+        running = self._running
         max_requests = self._max_requests
-        max_per_host = self._max_per_host
+        if self._shut_down or not ready or len(running) >= max_requests:
+            return []
         per_host = self._per_host
-        while ready:
-            if len(self._running) >= max_requests:
-                kept.extend(ready)
-                break
-            job = ready.popleft()
-            if per_host.get(job.host, 0) >= max_per_host:
-                kept.append(job)
+        max_per_host = self._max_per_host
+        waiting = self._waiting_per_host
+        start: list[_AsyncCall] = []
+        passed: list[_AsyncCall] = []
+        full: set[str] = set()
+        while ready and len(running) < max_requests:
+            host = ready[0].host
+            if per_host.get(host, 0) >= max_per_host:
+                full.add(host)
+                if len(full) == len(waiting):  # every host with a waiting call is at its limit
+                    break
+                passed.append(ready.popleft())
                 continue
+            job = ready.popleft()
+            left = waiting[host] - 1
+            if left:
+                waiting[host] = left
+            else:
+                del waiting[host]
             self._start_locked(job)
             start.append(job)
-        self._ready = kept
+        if passed:
+            ready.extendleft(reversed(passed))
         return start
 
     def _submit_all(self, jobs: list[_AsyncCall]) -> None:
@@ -348,13 +365,15 @@ class Dispatcher:
     def _deliver(self, job: _AsyncCall, response: Response | None, error: BaseException | None) -> None:
         """The callback first, then the future (resolved even if the callback raised)."""
         callback = job.callback
-        failure: BaseException = error if error is not None else CanceledError("no response")
+        failure: BaseException | None = error
+        if response is None and failure is None:
+            failure = CanceledError("no response", url=job.call.request.url)
         try:
             if callback is not None:
                 try:
                     if response is not None:
                         callback.on_response(job.call, response)
-                    else:
+                    elif failure is not None:
                         callback.on_failure(job.call, failure)
                 except Exception:  # a callback's own failure must not stop the dispatcher
                     _log.exception("fastnet: the callback of %r raised", job.call)
@@ -363,7 +382,7 @@ class Dispatcher:
             try:
                 if response is not None:
                     future.set_result(response)
-                else:
+                elif failure is not None:
                     future.set_exception(failure)
             except InvalidStateError:  # canceled while queued: nobody takes this result
                 if response is not None and callback is None:
