@@ -378,6 +378,9 @@ def test_events_canceled_while_running() -> None:
         thread = threading.Thread(target=run)
         thread.start()
         held.wait_for(1)  # the request is on the wire, its answer held
+        deadline = time.monotonic() + 10
+        while "request_headers_end" not in listener.names() and time.monotonic() < deadline:
+            time.sleep(0.005)  # the server can read the request before the client reports it written
         call.cancel()
         thread.join(10)
         assert len(outcome) == 1 and isinstance(outcome[0], fastnet.CanceledError)
