@@ -17,10 +17,9 @@ raised by the input iterator itself is raised in the consumer after the results 
 
 The calls run on their own threads, not on the client's dispatcher: ``max_in_flight`` is the one limit
 (use ``max_connections_per_host`` on the pool for politeness per host). The pool keeps at most
-``max_idle_connections`` (5 by default) idle: with more in flight to one host, the connections past
-that are closed as calls end and opened again by the next ones (hundreds of connections for 32 in
-flight in benchmarks/bench_concurrency.py), so a client for ``map`` wants
-``ConnectionPool(max_idle_connections=max_in_flight)``.
+``max_idle_connections`` (32 by default, ``map``'s default width) idle: with more in flight to one host,
+the connections past that are closed as calls end and opened again by the next ones, so a client for a
+wider ``map`` wants ``ConnectionPool(max_idle_connections=max_in_flight)``.
 """
 
 from __future__ import annotations
