@@ -37,6 +37,7 @@ cdef class RealConnection:
 
     @cython.locals(n=Py_ssize_t)
     cpdef Py_ssize_t fill(self) except -1
+
     @cython.locals(received=Py_ssize_t)
     cpdef tuple receive_body(self, bytes head, Py_ssize_t total)
     cpdef set_timeouts(self, double read_timeout, double write_timeout)
