@@ -159,7 +159,9 @@ class AsyncConnectionPool(RealConnectionPool):
         else:
             waiters.futures.append(future)
         waiters.parked += 1
-        timer = loop.call_later(delay, self._expire, waiters, future, host) if deadline > 0 else None
+        timer: list[asyncio.TimerHandle] = []
+        if deadline > 0:
+            timer.append(loop.call_later(delay, self._expire, waiters, future, host, deadline, timer))
         try:
             await future
         except BaseException:
@@ -175,15 +177,28 @@ class AsyncConnectionPool(RealConnectionPool):
             self._drop_queue(host, waiters)
             raise
         finally:
-            if timer is not None:
-                timer.cancel()
+            if timer:
+                timer[0].cancel()
         waiters.woken -= 1
         self._drop_queue(host, waiters)
 
-    def _expire(self, waiters: _Waiters, future: asyncio.Future[None], host: str) -> None:
-        if not future.done():
-            future.set_exception(pool_timeout(host, self.max_per_host))
-            waiters.parked -= 1
+    def _expire(
+        self,
+        waiters: _Waiters,
+        future: asyncio.Future[None],
+        host: str,
+        deadline: float,
+        timer: list[asyncio.TimerHandle],
+    ) -> None:
+        if future.done():
+            return
+        left = deadline - time.monotonic()
+        if left > 0:  # the loop's clock ran ahead (uvloop's is cached per iteration): not yet
+            assert self.loop is not None
+            timer[0] = self.loop.call_later(left, self._expire, waiters, future, host, deadline, timer)
+            return
+        future.set_exception(pool_timeout(host, self.max_per_host))
+        waiters.parked -= 1
 
     def _drop_queue(self, host: str, waiters: _Waiters) -> None:
         """Drop ``host``'s queue once nobody is in it (its skipped entries with it)."""
