@@ -270,6 +270,11 @@ class AsyncRealConnection(RealConnection):
                 server_hostname=server_hostname,
                 ssl_handshake_timeout=_NO_HANDSHAKE_LIMIT,
             )
+        except TypeError as exc:
+            if not self.is_tls:
+                raise
+            # asyncio's loop before Python 3.11 cannot start TLS over a TLS transport (uvloop can)
+            raise ConnectionError(f"this event loop cannot run TLS inside TLS ({exc})") from exc
         except BaseException as exc:
             if self.error is not None and exc is not self.error and isinstance(exc, OSError):
                 raise self._lost_error() from exc  # the timer or shutdown() ended it: say why

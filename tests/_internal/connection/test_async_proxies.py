@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import struct
+import sys
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from fakes import FakeDns, RecordingListener
 
 import fastnet
 from fastnet._internal.connection.tls import build_ssl_context
-from fastnet.exceptions import ProxyError
+from fastnet.exceptions import ProxyError, TlsError
 from fastnet.proxy import Proxy
 from fastnet.testing import MockResponse, MockServer
 
@@ -268,6 +269,12 @@ def test_async_proxies_https_proxy_tls_inside_tls(run: Any, testbed: Any) -> Non
             connector = make_connector(proxy=proxy, ssl_context=build_ssl_context(testbed.ca_path))
             user = User(connector.pool, events)
             url = testbed.url("/whoami", tls=True)
+            if sys.version_info < (3, 11) and type(asyncio.get_running_loop()).__module__.startswith(
+                "asyncio"
+            ):
+                with pytest.raises(TlsError, match="this event loop cannot run TLS inside TLS"):
+                    await find(connector, user, url)
+                return
             conn = await find(connector, user, url)
             assert conn.route.requires_tunnel and conn.is_tls
             status, body = await fetch(conn, url)
