@@ -90,19 +90,20 @@ async def find_connection(
     pool = connector.pool
     limited = pool.max_per_host > 0
     deadline = 0.0
+    ticket = 0  # the call's place among the waiters of the host, once it waited
     if limited:
         if not isinstance(pool, AsyncConnectionPool):
             raise TypeError("max_connections_per_host under asyncio needs an AsyncConnectionPool")
         deadline = slot_deadline(user, connect_timeout)
         if pool.must_queue(address.host):
-            await pool.wait_turn(address.host, deadline)  # fair: behind the calls already waiting
+            ticket = await pool.wait_turn(address.host, deadline)  # fair: behind the calls already waiting
     while True:
         now = _monotonic()
         conn = pool.acquire(address, now)
         if conn is None:
             if limited:
                 assert isinstance(pool, AsyncConnectionPool)
-                if await pool.wait_for_slot_async(address, deadline):
+                if await pool.wait_for_slot_async(address, deadline, ticket):
                     continue  # a call released a connection to this address while we waited
             break
         if now - conn.idle_at < PROBE_IDLE_AFTER or conn.is_healthy():

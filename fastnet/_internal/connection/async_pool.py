@@ -11,8 +11,9 @@ pool's condition; an asyncio call must not block its loop, so it asks the pool o
   freed slot and for every connection that went idle, wakes the first live future of that host's queue
   (O(1): a deque pop, cancelled entries skipped and dropped as they come up), so each freed slot wakes
   exactly one task: no herd, no polling;
-* fair: a task that is woken re-asks the pool and, should the slot be gone after all, parks again at the
-  *front*; a call that arrives while tasks are parked for its host, or while every free slot is promised
+* fair: a task that is woken re-asks the pool and, should the slot be gone after all, parks again in
+  its place (by the ticket it drew when it first waited, so ahead of everyone who came later); a call
+  that arrives while tasks are parked for its host, or while every free slot is promised
   to a woken task that has not run yet, queues behind them (``must_queue``) instead of taking that slot;
 * a woken task that is cancelled before it ran passes its wake on to the next one, so the slot it was
   woken for is not lost; each wait ends at the call's deadline (``slot_deadline``) with the blocking
@@ -27,6 +28,7 @@ which runs it after whatever the loop was doing, so a task between asking and pa
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections import deque
 from typing import TYPE_CHECKING
@@ -45,7 +47,8 @@ class _Waiters:
     __slots__ = ("futures", "parked", "woken")
 
     def __init__(self) -> None:
-        self.futures: deque[asyncio.Future[None]] = deque()  # cancelled or expired entries are skipped
+        # (ticket, future), tickets ascending; cancelled or expired entries are skipped when they come up
+        self.futures: deque[tuple[int, asyncio.Future[None]]] = deque()
         self.parked = 0  # futures in ``futures`` still waiting
         self.woken = 0  # woken tasks that have not run yet
 
@@ -53,14 +56,16 @@ class _Waiters:
 class AsyncConnectionPool(RealConnectionPool):
     """A ``RealConnectionPool`` whose per-host waits are asyncio futures (see the module doc)."""
 
-    __slots__ = ("loop", "waiters")
+    __slots__ = ("loop", "waiters", "tickets")
     loop: asyncio.AbstractEventLoop | None
     waiters: dict[str, _Waiters]
+    tickets: itertools.count[int]  # the order in which calls first waited
 
     def __init__(self, max_idle: int, keep_alive: float, max_per_host: int) -> None:
         super().__init__(max_idle, keep_alive, max_per_host)
         self.loop = None
         self.waiters = {}
+        self.tickets = itertools.count(1)
 
     # -- what the asyncio finder calls ------------------------------------------------------------
 
@@ -72,32 +77,30 @@ class AsyncConnectionPool(RealConnectionPool):
             return False
         return waiters.parked > 0 or (waiters.woken > 0 and self.room(host) <= waiters.woken)
 
-    async def wait_turn(self, host: str, deadline: float) -> None:
+    async def wait_turn(self, host: str, deadline: float) -> int:
         """Queue behind the tasks already waiting for ``host`` until woken (a slot was freed, or a
-        connection to the host went idle); ``PoolTimeout`` at ``deadline`` (0: none)."""
+        connection to the host went idle); ``PoolTimeout`` at ``deadline`` (0: none). Returns the ticket
+        that keeps the call's place should it have to wait again."""
         self._bind()
-        await self._park(host, deadline, False)
+        return await self._park(host, deadline, 0)
 
-    async def wait_for_slot_async(self, address: Address, deadline: float) -> bool:
+    async def wait_for_slot_async(self, address: Address, deadline: float, ticket: int = 0) -> bool:
         """``wait_for_slot`` for asyncio: until ``address`` has an idle connection (True: acquire it) or
-        its host has room for a new one (False); ``PoolTimeout`` at ``deadline`` (0: none)."""
+        its host has room for a new one (False); ``PoolTimeout`` at ``deadline`` (0: none). ``ticket``
+        from an earlier wait of the same call keeps its place in the queue."""
         self._bind()  # before asking: a wake from another thread must find the loop (module doc)
-        front = False
         while True:
             state = self.slot_state(address)
             if state != SLOT_WAIT:
                 return state == SLOT_IDLE
-            await self._park(address.host, deadline, front)
-            front = True  # woken, but the slot went elsewhere: wait first in line
+            ticket = await self._park(address.host, deadline, ticket)
 
-    async def reserve_async(self, host: str, deadline: float) -> None:
+    async def reserve_async(self, host: str, deadline: float, ticket: int = 0) -> None:
         """``reserve`` for asyncio: count a connection about to be opened to ``host``, waiting while the
         host is at its limit; ``PoolTimeout`` at ``deadline`` (0: none)."""
         self._bind()
-        front = False
         while not self.try_reserve(host):
-            await self._park(host, deadline, front)
-            front = True
+            ticket = await self._park(host, deadline, ticket)
 
     # -- the base pool's hook ---------------------------------------------------------------------
 
@@ -134,15 +137,17 @@ class AsyncConnectionPool(RealConnectionPool):
             return
         futures = waiters.futures
         while futures:
-            future = futures.popleft()
+            _, future = futures.popleft()
             if not future.done():
                 future.set_result(None)
                 waiters.parked -= 1
                 waiters.woken += 1
                 return
 
-    async def _park(self, host: str, deadline: float, front: bool) -> None:
-        """Wait in ``host``'s queue (at the front after a lost race) until woken."""
+    async def _park(self, host: str, deadline: float, ticket: int) -> int:
+        """Wait in ``host``'s queue until woken: at the end with a new ticket (``ticket`` 0), else in the
+        place of ``ticket`` (woken before, the slot went elsewhere: rare, so the O(n) insert is fine).
+        Returns the ticket."""
         delay = 0.0
         if deadline > 0:
             delay = deadline - time.monotonic()
@@ -154,10 +159,17 @@ class AsyncConnectionPool(RealConnectionPool):
         if waiters is None:
             waiters = self.waiters[host] = _Waiters()
         future: asyncio.Future[None] = loop.create_future()
-        if front:
-            waiters.futures.appendleft(future)
+        futures = waiters.futures
+        if ticket == 0:
+            ticket = next(self.tickets)
+            futures.append((ticket, future))
         else:
-            waiters.futures.append(future)
+            place = 0
+            for earlier, _ in futures:
+                if earlier > ticket:
+                    break
+                place += 1
+            futures.insert(place, (ticket, future))
         waiters.parked += 1
         timer: list[asyncio.TimerHandle] = []
         if deadline > 0:
@@ -181,6 +193,7 @@ class AsyncConnectionPool(RealConnectionPool):
                 timer[0].cancel()
         waiters.woken -= 1
         self._drop_queue(host, waiters)
+        return ticket
 
     def _expire(
         self,

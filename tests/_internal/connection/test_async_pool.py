@@ -21,6 +21,7 @@ from fastnet._internal.connection.real_connection import RealConnection
 from fastnet.exceptions import PoolTimeout
 from fastnet.route import Address
 from fastnet.testing import MockResponse, MockServer
+from fastnet.url import URL
 
 
 @pytest.fixture
@@ -62,6 +63,38 @@ def test_async_pool_waiters_are_served_first_come_first_served(run: Any, ok_serv
 
     run(main)
     assert ok_server.connection_count == 1
+
+
+def test_async_pool_woken_waiters_that_lost_their_slot_keep_their_places(
+    run: Any, ok_server: MockServer
+) -> None:
+    url = ok_server.url("/")
+
+    async def main() -> None:
+        connector = make_connector(max_per_host=2)
+        pool = connector.pool
+        holders = [User(pool), User(pool)]
+        for holder in holders:
+            await find(connector, holder, url)
+        order: list[int] = []
+        tasks = [asyncio.ensure_future(take(connector, url, order, i)) for i in (1, 2, 3)]
+        await asyncio.sleep(0)
+        for holder in holders:
+            holder.done(True)  # wakes 1 and 2 ...
+        address = connector.address_of(URL(url), None)
+        # ... but before they run, both idle connections are taken by a path that does not queue (what
+        # a held connection's follow-up may do)
+        barged = [pool.acquire(address, time.monotonic()) for _ in range(2)]
+        assert all(c is not None for c in barged)
+        await asyncio.sleep(0)  # 1 and 2 find no slot and wait again, in their places: before 3
+        assert pool.waiters["127.0.0.1"].parked == 3
+        for conn in barged:
+            pool.release(conn, True)
+        await asyncio.gather(*tasks)
+        assert order == [1, 2, 3]
+        pool.close_all()
+
+    run(main)
 
 
 def test_async_pool_a_newcomer_takes_a_slot_no_waiter_was_woken_for(run: Any, ok_server: MockServer) -> None:
