@@ -26,6 +26,7 @@ from fakes import FakeDns, RecordingListener
 
 from fastnet._internal.connection.async_connection import AsyncRealConnection
 from fastnet._internal.connection.async_exchange_finder import AsyncExchangeFinder
+from fastnet._internal.connection.exchange_finder import PROBE_IDLE_AFTER
 from fastnet._internal.connection.tls import build_ssl_context
 from fastnet.exceptions import ConnectError, ConnectTimeout, TlsVerificationError, UnknownHostError
 from fastnet.proxy import Proxy
@@ -122,6 +123,7 @@ def test_async_finder_same_events_as_the_blocking_finder(run: Any, server: MockS
         connector = make_connector(dns=dns)
         user = User(connector.pool, events)
         conn = await find(connector, user, url)
+        assert conn.dns_time > 0 and conn.connect_time > 0  # a lookup was made, and timed
         conn.close()
         assert events.names() == sync_events.names()
         assert events.names() == [
@@ -154,6 +156,31 @@ def test_async_finder_ipv6(run: Any) -> None:
             assert client_sockets("::1", v6.port) == 0
 
         run(main)
+
+
+def test_async_finder_pooled_connection_closed_by_the_server_is_not_reused(
+    run: Any, server: MockServer
+) -> None:
+    server.enqueue(
+        MockResponse(200, headers={"Connection": "close"}, body=b"bye"), MockResponse(200, body=b"new")
+    )
+
+    async def main() -> None:
+        connector = make_connector()
+        user = User(connector.pool)
+        conn = await find(connector, user, server.url("/"))
+        assert await fetch(conn, server.url("/")) == (200, b"bye")
+        assert await conn.fill() == 0  # the server closed: the end arrives while the connection is idle
+        user.done(True)  # (as if the exchange had not seen it)
+        assert connector.pool.idle_connection_count() == 1
+        conn.idle_at -= PROBE_IDLE_AFTER + 1  # idle long enough to be probed before reuse
+        again = User(connector.pool)
+        fresh = await find(connector, again, server.url("/"))
+        assert fresh is not conn and conn.closed
+        assert await fetch(fresh, server.url("/")) == (200, b"new")
+        again.done(False)
+
+    run(main)
 
 
 def test_async_finder_held_connection_for_a_same_address_follow_up(run: Any, server: MockServer) -> None:
