@@ -19,10 +19,12 @@ network: :func:`parse_message_response` and :func:`parse_json_response`.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ipaddress
 import json
 import threading
+import weakref
 import zlib
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -40,7 +42,7 @@ from fastnet.dns._wire import (
     make_query,
     unknown_host,
 )
-from fastnet.exceptions import UnknownHostError
+from fastnet.exceptions import BodyTooLargeError, UnknownHostError
 from fastnet.request import Request
 from fastnet.url import URL
 
@@ -87,6 +89,10 @@ class BootstrapDns:
             )
         return list(self.addresses)
 
+    async def alookup(self, hostname: str) -> list[str]:
+        """:meth:`lookup` (no I/O: it answers from its list)."""
+        return self.lookup(hostname)
+
     def __repr__(self) -> str:
         return f"BootstrapDns({self.hostname!r}, {self.addresses!r})"
 
@@ -111,20 +117,26 @@ def read_answer(response: Any) -> bytes:
     A ``gzip`` body (sent though identity was asked for) is inflated at most that far; a truncated one
     and any other ``Content-Encoding`` are bad answers.
     """
-    encoding = _media_type(response.headers.get("content-encoding")) or "identity"
+    return _bounded_body(response.headers, lambda: response.iter_bytes())
+
+
+def _bounded_body(headers: Any, chunks: Any) -> bytes:
+    """:func:`read_answer` over ``chunks()``, an iterable of the body's pieces as received (called only
+    once the headers passed: a body with the wrong encoding or declared too long is never read)."""
+    encoding = _media_type(headers.get("content-encoding")) or "identity"
     inflater: Any = None
     if encoding in ("gzip", "x-gzip"):
         inflater = zlib.decompressobj(31)
     elif encoding != "identity":
         raise AnswerError(f"DoH server answered with Content-Encoding {encoding!r}")
-    declared = response.headers.get("content-length")
+    declared = headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_RESPONSE:
         raise AnswerError(f"DoH response of {int(declared)} bytes exceeds {MAX_RESPONSE}")
     too_long = f"DoH response exceeds {MAX_RESPONSE} bytes"
     received = 0
     size = 0
     parts: list[bytes] = []
-    for data in response.iter_bytes():
+    for data in chunks():
         received += len(data)
         if received > MAX_RESPONSE:
             raise AnswerError(too_long)
@@ -253,6 +265,11 @@ class DohDns:
     resolved by ``SystemDns``. ``verify`` is passed to the ``Client`` (``True``, ``False``, a CA file or an
     ``ssl.SSLContext``). ``client``, when given, is used as it is (its own ``dns`` must not be this
     resolver). Call :meth:`close` (or use ``with``) to release the connections and threads.
+
+    :meth:`alookup` asks over a ``fastnet.AsyncClient`` with the same options, made on first use for each
+    event loop (a ``client`` given that is an ``AsyncClient`` is used instead), with the A and AAAA
+    queries in parallel as two tasks and each answer read at most :data:`MAX_RESPONSE` bytes far (the
+    client's ``max_body_size``). ``await resolver.aclose()`` (or ``async with``) closes them too.
     """
 
     def __init__(
@@ -291,8 +308,15 @@ class DohDns:
             self.bootstrap = BootstrapDns(self.host, addresses)
         else:
             self.bootstrap = SystemDns()
-        self._client = client
-        self._own_client = client is None
+        self._client: Any = None
+        self._aclient: Any = None  # an AsyncClient given as ``client``
+        if client is not None and callable(getattr(client, "aclose", None)):
+            self._aclient = client
+        else:
+            self._client = client
+        self._own_client = self._client is None  # made here (so closed here) when not given
+        # the AsyncClient made for each event loop, dropped with the loop
+        self._aclients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -322,22 +346,75 @@ class DohDns:
                 self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fastnet-doh")
             return self._executor
 
-    def close(self) -> None:
-        """Close the client this resolver made and stop its threads."""
+    def _get_async_client(self, loop: asyncio.AbstractEventLoop) -> Any:
+        with self._lock:
+            if self._closed:
+                raise UnknownHostError(f"{self!r} is closed", phase="dns")
+            if self._aclient is not None:
+                return self._aclient
+            client = self._aclients.get(loop)
+            if client is None:
+                import fastnet  # lazy: fastnet.dns must import without the client
+
+                factory = getattr(fastnet, "AsyncClient", None)
+                if factory is None:  # pragma: no cover - until the asyncio client is there
+                    raise RuntimeError("DohDns.alookup needs fastnet.AsyncClient")
+                client = factory(
+                    dns=self.bootstrap,
+                    verify=self.verify,
+                    connect_timeout=self.timeout,
+                    read_timeout=self.timeout,
+                    max_body_size=MAX_RESPONSE,
+                )
+                self._aclients[loop] = client
+            return client
+
+    def _shut(self) -> tuple[Any, Any, list[tuple[Any, Any]]]:
+        """Mark closed; what there is to close: the blocking client, the threads, the asyncio clients."""
         with self._lock:
             self._closed = True
             client, self._client = self._client, None
             executor, self._executor = self._executor, None
+            aclients = list(self._aclients.items())
+            self._aclients.clear()
+        return (client if self._own_client else None), executor, aclients
+
+    def close(self) -> None:
+        """Close the clients this resolver made and stop its threads. An ``AsyncClient`` of a loop
+        running in another thread is closed on that loop; prefer ``await aclose()`` on a loop."""
+        client, executor, aclients = self._shut()
         if executor is not None:
             executor.shutdown(wait=True)
-        if client is not None and self._own_client:
+        if client is not None:
             client.close()
+        for loop, aclient in aclients:
+            _close_on(loop, aclient)
+
+    async def aclose(self) -> None:
+        """Close what :meth:`close` closes, awaiting the ``AsyncClient`` of the running loop."""
+        client, executor, aclients = self._shut()
+        if executor is not None:
+            executor.shutdown(wait=False)
+        if client is not None:
+            client.close()
+        running = asyncio.get_running_loop()
+        for loop, aclient in aclients:
+            if loop is running:
+                await aclient.aclose()
+            else:
+                _close_on(loop, aclient)
 
     def __enter__(self) -> DohDns:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+    async def __aenter__(self) -> DohDns:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
 
     # -- lookups ----------------------------------------------------------------------------------
 
@@ -357,6 +434,34 @@ class DohDns:
         outcomes = [self._resolve_type(client, name, 1)]
         if future is not None:
             outcomes.append(future.result())
+        return self._combine(name, outcomes)
+
+    async def alookup(self, hostname: str) -> list[str]:
+        """:meth:`lookup` on the running loop, over this loop's ``AsyncClient``."""
+        return (await self.alookup_with_ttl(hostname))[0]
+
+    async def alookup_with_ttl(self, hostname: str) -> tuple[list[str], float | None]:
+        """:meth:`lookup_with_ttl` on the running loop: the AAAA query runs as a task beside the A one
+        (cancelled and awaited if the lookup is cancelled); the same checks, answers and errors."""
+        if is_ip_literal(hostname):
+            return [_strip_brackets(hostname)], None
+        name = normalize_hostname(hostname)
+        loop = asyncio.get_running_loop()
+        client = self._get_async_client(loop)
+        aaaa: asyncio.Task[Any] | None = None
+        if self.ipv6:
+            aaaa = loop.create_task(self._aresolve_type(client, name, 28))
+        try:
+            outcomes = [await self._aresolve_type(client, name, 1)]
+            if aaaa is not None:
+                outcomes.append(await aaaa)
+        finally:
+            if aaaa is not None and not aaaa.done():
+                aaaa.cancel()
+                await asyncio.wait((aaaa,))
+        return self._combine(name, outcomes)
+
+    def _combine(self, name: str, outcomes: list[Any]) -> tuple[list[str], float | None]:
         addresses: list[str] = []
         reasons: list[str] = []
         ttls: list[float] = []
@@ -391,13 +496,8 @@ class DohDns:
         seen: set[Any] = set()
         ttl: float | None = None
         for _ in range(MAX_CNAME_DEPTH + 1):
-            query = make_query(qname, rdtype, zero_id=True)
-            wire = query.to_wire()
-            if self.method == "GET":
-                request = Request("GET", build_get_url(self.url, wire), headers=_asking(MESSAGE_TYPE))
-            else:
-                headers = {"Content-Type": MESSAGE_TYPE, **_asking(MESSAGE_TYPE)}
-                request = Request("POST", self.url, headers=headers, body=wire)
+            query, method, url, headers, body = self._message_request(qname, rdtype)
+            request = Request(method, url, headers=headers, body=body)
             message = parse_message_response(query, *_exchange(client, request))
             found, part_ttl, target = extract_addresses(message, qname, rdtype, seen)
             if part_ttl is not None:
@@ -415,6 +515,60 @@ class DohDns:
             url = build_json_url(self.url, current, "A" if rdtype == 1 else "AAAA")
             request = Request("GET", url, headers=_asking(JSON_TYPES[0]))
             found, part_ttl, target = parse_json_response(current, rdtype, *_exchange(client, request))
+            if part_ttl is not None:
+                ttl = part_ttl if ttl is None else min(ttl, part_ttl)
+            if target is None:
+                return found, ttl
+            if target in seen:
+                raise AnswerError(f"CNAME loop at {target}")
+            seen.add(target)
+            current = target
+        raise AnswerError(f"CNAME chain longer than {MAX_CNAME_DEPTH}")
+
+    async def _aresolve_type(self, client: Any, name: str, rdtype: int) -> Any:
+        """:meth:`_resolve_type` over an ``AsyncClient``."""
+        try:
+            if self.format == "json":
+                return await self._aresolve_json(client, name, rdtype)
+            return await self._aresolve_message(client, name, rdtype)
+        except AnswerError as exc:
+            return str(exc)
+        except Exception as exc:  # noqa: BLE001 - a failed HTTP exchange is one more reason
+            return f"DoH request failed: {type(exc).__name__}: {exc}"
+
+    def _message_request(self, qname: Any, rdtype: int) -> tuple[Any, str, str, dict[str, str], Any]:
+        """``(query, method, url, headers, body)`` of the RFC 8484 request for one question."""
+        query = make_query(qname, rdtype, zero_id=True)
+        wire = query.to_wire()
+        if self.method == "GET":
+            return query, "GET", build_get_url(self.url, wire), _asking(MESSAGE_TYPE), None
+        headers = {"Content-Type": MESSAGE_TYPE, **_asking(MESSAGE_TYPE)}
+        return query, "POST", self.url, headers, wire
+
+    async def _aresolve_message(self, client: Any, name: str, rdtype: int) -> tuple[list[str], float | None]:
+        dns = load_dnspython()
+        qname = dns.name.from_text(name)
+        seen: set[Any] = set()
+        ttl: float | None = None
+        for _ in range(MAX_CNAME_DEPTH + 1):
+            query, method, url, headers, body = self._message_request(qname, rdtype)
+            message = parse_message_response(query, *await _aexchange(client, method, url, headers, body))
+            found, part_ttl, target = extract_addresses(message, qname, rdtype, seen)
+            if part_ttl is not None:
+                ttl = part_ttl if ttl is None else min(ttl, part_ttl)
+            if target is None:
+                return found, ttl
+            qname = target
+        raise AnswerError(f"CNAME chain longer than {MAX_CNAME_DEPTH}")
+
+    async def _aresolve_json(self, client: Any, name: str, rdtype: int) -> tuple[list[str], float | None]:
+        current = name
+        seen = {name}
+        ttl: float | None = None
+        for _ in range(MAX_CNAME_DEPTH + 1):
+            url = build_json_url(self.url, current, "A" if rdtype == 1 else "AAAA")
+            answer = await _aexchange(client, "GET", url, _asking(JSON_TYPES[0]), None)
+            found, part_ttl, target = parse_json_response(current, rdtype, *answer)
             if part_ttl is not None:
                 ttl = part_ttl if ttl is None else min(ttl, part_ttl)
             if target is None:
@@ -446,3 +600,45 @@ def _exchange(client: Any, request: Request) -> tuple[int, str | None, bytes]:
     finally:
         response.close()
     return response.status_code, response.headers.get("content-type"), body
+
+
+async def _aexchange(
+    client: Any, method: str, url: str, headers: dict[str, str], body: Any
+) -> tuple[int, str | None, bytes]:
+    """:func:`_exchange` over an ``AsyncClient`` made with ``max_body_size=MAX_RESPONSE``: the client stops
+    reading past the bound (and refuses a larger declared length before reading), and the bytes read
+    then pass the same checks as :func:`read_answer`'s."""
+    if body is None:
+        response = await client.request(method, url, headers=headers)
+    else:
+        response = await client.request(method, url, headers=headers, body=body)
+    try:
+        await response.aread()
+    except BodyTooLargeError:
+        declared = response.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > MAX_RESPONSE:
+            raise AnswerError(f"DoH response of {int(declared)} bytes exceeds {MAX_RESPONSE}") from None
+        raise AnswerError(f"DoH response exceeds {MAX_RESPONSE} bytes") from None
+    data = _bounded_body(response.headers, lambda: (response.content,))
+    return response.status_code, response.headers.get("content-type"), data
+
+
+_CLOSING: set[Any] = set()  # tasks closing an AsyncClient, kept alive until they finish
+
+
+def _close_on(loop: Any, client: Any) -> None:
+    """Close ``client``, an ``AsyncClient`` of ``loop``, from wherever this runs, without waiting."""
+    if loop.is_closed():
+        return
+    try:
+        running: Any = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if loop is running:
+        task = loop.create_task(client.aclose())
+        _CLOSING.add(task)
+        task.add_done_callback(_CLOSING.discard)
+    elif loop.is_running():
+        asyncio.run_coroutine_threadsafe(client.aclose(), loop)
+    elif running is None:
+        loop.run_until_complete(client.aclose())
