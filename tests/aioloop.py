@@ -1,9 +1,10 @@
 """Strict event loops for asyncio tests: the default loop and uvloop, and what a test may not leave behind.
 
 ``aio`` is a fixture parametrized over the loop kinds (``"asyncio"``: the standard library's default
-loop; ``"uvloop"``); a test hands it a coroutine::
+loop; ``"uvloop"``); a test module imports it (as ``aio_fixture``, the name it is defined under, so a
+test's ``aio`` argument does not shadow an import) and a test hands it a coroutine::
 
-    from aioloop import aio  # noqa: F401  (the fixture)
+    from aioloop import aio_fixture  # noqa: F401  (the fixture "aio")
 
     def test_something(aio):
         async def main():
@@ -40,7 +41,7 @@ import pytest
 
 from fastnet import _compat
 
-__all__ = ["LOOP_KINDS", "LoopRunner", "aio", "client_sockets", "new_loop", "wait_closed", "wait_for"]
+__all__ = ["LOOP_KINDS", "LoopRunner", "aio_fixture", "client_sockets", "new_loop", "wait_closed", "wait_for"]
 
 T = TypeVar("T")
 
@@ -118,8 +119,8 @@ class LoopRunner:
         return result
 
 
-@pytest.fixture(params=LOOP_KINDS)
-def aio(request: pytest.FixtureRequest) -> Iterator[LoopRunner]:
+@pytest.fixture(params=LOOP_KINDS, name="aio")
+def aio_fixture(request: pytest.FixtureRequest) -> Iterator[LoopRunner]:
     """A :class:`LoopRunner` for the default asyncio loop, then (a second run) for uvloop."""
     if request.param == "uvloop":
         new_loop("uvloop").close()  # skips here, before the test body, when uvloop is missing

@@ -153,8 +153,13 @@ class FunctionDns:
     def lookup(self, hostname: str) -> list[str]:
         if is_ip_literal(hostname):
             return [_strip_brackets(hostname)]
+        if inspect.iscoroutinefunction(self.function):
+            raise TypeError(
+                f"{self!r} wraps a coroutine function, which a blocking lookup cannot await: "
+                "use alookup() (fastnet.AsyncClient does), or give a plain function"
+            )
         result = self.function(hostname)
-        if inspect.isawaitable(result):
+        if inspect.isawaitable(result):  # a plain function that returned one (a lambda, a partial...)
             close = getattr(result, "close", None)
             if close is not None:
                 close()  # a coroutine never awaited would warn when collected

@@ -4,13 +4,16 @@ Theory of operation: queries travel over a fastnet ``Client`` made for this reso
 is a :class:`BootstrapDns` that knows only the DoH server's name (so resolving the resolver never
 recurses into DoH). The client keeps its connections alive between lookups. A lookup sends the A query
 from the calling thread and the AAAA query from a two-thread pool owned by the resolver, and waits for
-both. Responses are checked before anything is believed: HTTP status 200, the right content type, at
+both. ``alookup`` does the same on an event loop, over a ``fastnet.AsyncClient`` made for this resolver
+and that loop (same options, same bootstrap ``Dns``), the AAAA query as a task beside the A one.
+Responses are checked before anything is believed: HTTP status 200, the right content type, at
 most 65 535 bytes, a DNS message (or JSON document) that answers the question asked. Answers follow
 CNAME chains from the question name; records about other names are ignored.
 
 The 65 535-byte bound holds for what is read, not only for what is parsed: a request asks for
 ``Accept-Encoding: identity``, the body is streamed and the call abandoned (never drained) as soon as
-it passes the bound, and a gzip body sent anyway is inflated at most that far (:func:`read_answer`).
+it passes the bound, and a gzip body sent anyway is inflated at most that far (:func:`read_answer`, and
+:func:`aread_answer` on the loop).
 The resolver's URL may carry user-info; ``repr()`` and every error show it without.
 
 The parsing functions take plain values (status, content type, body) so they are testable without a
@@ -42,7 +45,7 @@ from fastnet.dns._wire import (
     make_query,
     unknown_host,
 )
-from fastnet.exceptions import BodyTooLargeError, UnknownHostError
+from fastnet.exceptions import UnknownHostError
 from fastnet.request import Request
 from fastnet.url import URL
 
@@ -53,6 +56,7 @@ __all__ = [
     "build_json_url",
     "parse_json_response",
     "parse_message_response",
+    "aread_answer",
     "read_answer",
 ]
 
@@ -117,41 +121,59 @@ def read_answer(response: Any) -> bytes:
     A ``gzip`` body (sent though identity was asked for) is inflated at most that far; a truncated one
     and any other ``Content-Encoding`` are bad answers.
     """
-    return _bounded_body(response.headers, lambda: response.iter_bytes())
+    reader = _AnswerReader(response.headers)
+    for data in response.iter_bytes():
+        reader.feed(data)
+    return reader.finish()
 
 
-def _bounded_body(headers: Any, chunks: Any) -> bytes:
-    """:func:`read_answer` over ``chunks()``, an iterable of the body's pieces as received (called only
-    once the headers passed: a body with the wrong encoding or declared too long is never read)."""
-    encoding = _media_type(headers.get("content-encoding")) or "identity"
-    inflater: Any = None
-    if encoding in ("gzip", "x-gzip"):
-        inflater = zlib.decompressobj(31)
-    elif encoding != "identity":
-        raise AnswerError(f"DoH server answered with Content-Encoding {encoding!r}")
-    declared = headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_RESPONSE:
-        raise AnswerError(f"DoH response of {int(declared)} bytes exceeds {MAX_RESPONSE}")
-    too_long = f"DoH response exceeds {MAX_RESPONSE} bytes"
-    received = 0
-    size = 0
-    parts: list[bytes] = []
-    for data in chunks():
-        received += len(data)
-        if received > MAX_RESPONSE:
+async def aread_answer(response: Any) -> bytes:
+    """:func:`read_answer` for a response of ``fastnet.AsyncClient`` (read with ``aiter_bytes``)."""
+    reader = _AnswerReader(response.headers)
+    async for data in response.aiter_bytes():
+        reader.feed(data)
+    return reader.finish()
+
+
+class _AnswerReader:
+    """The checks of :func:`read_answer`: the headers first (nothing is read for a bad encoding or a
+    declared length past the bound), then each piece as it arrives, then the end."""
+
+    __slots__ = ("inflater", "received", "size", "parts")
+
+    def __init__(self, headers: Any) -> None:
+        encoding = _media_type(headers.get("content-encoding")) or "identity"
+        self.inflater: Any = None
+        if encoding in ("gzip", "x-gzip"):
+            self.inflater = zlib.decompressobj(31)
+        elif encoding != "identity":
+            raise AnswerError(f"DoH server answered with Content-Encoding {encoding!r}")
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > MAX_RESPONSE:
+            raise AnswerError(f"DoH response of {int(declared)} bytes exceeds {MAX_RESPONSE}")
+        self.received = 0
+        self.size = 0
+        self.parts: list[bytes] = []
+
+    def feed(self, data: bytes) -> None:
+        too_long = f"DoH response exceeds {MAX_RESPONSE} bytes"
+        self.received += len(data)
+        if self.received > MAX_RESPONSE:
             raise AnswerError(too_long)
-        if inflater is not None:
+        if self.inflater is not None:
             try:
-                data = inflater.decompress(data, MAX_RESPONSE + 1 - size)  # one byte past: "too long"
+                data = self.inflater.decompress(data, MAX_RESPONSE + 1 - self.size)  # one past: "too long"
             except zlib.error:
                 raise AnswerError("malformed gzip answer from DoH server") from None
-        size += len(data)
-        if size > MAX_RESPONSE:
+        self.size += len(data)
+        if self.size > MAX_RESPONSE:
             raise AnswerError(too_long)
-        parts.append(data)
-    if inflater is not None and not inflater.eof:
-        raise AnswerError("truncated gzip answer from DoH server")
-    return b"".join(parts)
+        self.parts.append(data)
+
+    def finish(self) -> bytes:
+        if self.inflater is not None and not self.inflater.eof:
+            raise AnswerError("truncated gzip answer from DoH server")
+        return b"".join(self.parts)
 
 
 def build_get_url(url: str, wire: bytes) -> str:
@@ -266,10 +288,10 @@ class DohDns:
     ``ssl.SSLContext``). ``client``, when given, is used as it is (its own ``dns`` must not be this
     resolver). Call :meth:`close` (or use ``with``) to release the connections and threads.
 
-    :meth:`alookup` asks over a ``fastnet.AsyncClient`` with the same options, made on first use for each
-    event loop (a ``client`` given that is an ``AsyncClient`` is used instead), with the A and AAAA
-    queries in parallel as two tasks and each answer read at most :data:`MAX_RESPONSE` bytes far (the
-    client's ``max_body_size``). ``await resolver.aclose()`` (or ``async with``) closes them too.
+    :meth:`alookup` asks the same way over a ``fastnet.AsyncClient`` with the same options, made on first
+    use for each event loop (a ``client`` given that is an ``AsyncClient`` is used by :meth:`alookup`
+    instead, and :meth:`lookup` makes its own blocking one), the AAAA query as a task beside the A one.
+    ``await resolver.aclose()`` (or ``async with``) closes them too.
     """
 
     def __init__(
@@ -357,14 +379,13 @@ class DohDns:
                 import fastnet  # lazy: fastnet.dns must import without the client
 
                 factory = getattr(fastnet, "AsyncClient", None)
-                if factory is None:  # pragma: no cover - until the asyncio client is there
+                if factory is None:  # pragma: no cover - a fastnet without the asyncio client
                     raise RuntimeError("DohDns.alookup needs fastnet.AsyncClient")
                 client = factory(
                     dns=self.bootstrap,
                     verify=self.verify,
                     connect_timeout=self.timeout,
                     read_timeout=self.timeout,
-                    max_body_size=MAX_RESPONSE,
                 )
                 self._aclients[loop] = client
             return client
@@ -380,29 +401,26 @@ class DohDns:
         return (client if self._own_client else None), executor, aclients
 
     def close(self) -> None:
-        """Close the clients this resolver made and stop its threads. An ``AsyncClient`` of a loop
-        running in another thread is closed on that loop; prefer ``await aclose()`` on a loop."""
+        """Close the clients this resolver made and stop its threads (prefer ``await aclose()`` on a loop:
+        called on one, ``close()`` leaves the closing of the asyncio clients to a task of that loop)."""
         client, executor, aclients = self._shut()
         if executor is not None:
             executor.shutdown(wait=True)
         if client is not None:
             client.close()
-        for loop, aclient in aclients:
-            _close_on(loop, aclient)
+        if aclients:
+            _close_async_clients([aclient for _, aclient in aclients])
 
     async def aclose(self) -> None:
-        """Close what :meth:`close` closes, awaiting the ``AsyncClient`` of the running loop."""
+        """Close what :meth:`close` closes, awaiting the ``AsyncClient`` of every loop (an ``AsyncClient``
+        is not bound to a loop: it closes from any)."""
         client, executor, aclients = self._shut()
         if executor is not None:
             executor.shutdown(wait=False)
         if client is not None:
             client.close()
-        running = asyncio.get_running_loop()
-        for loop, aclient in aclients:
-            if loop is running:
-                await aclient.aclose()
-            else:
-                _close_on(loop, aclient)
+        for _, aclient in aclients:
+            await aclient.aclose()
 
     def __enter__(self) -> DohDns:
         return self
@@ -552,7 +570,8 @@ class DohDns:
         ttl: float | None = None
         for _ in range(MAX_CNAME_DEPTH + 1):
             query, method, url, headers, body = self._message_request(qname, rdtype)
-            message = parse_message_response(query, *await _aexchange(client, method, url, headers, body))
+            request = Request(method, url, headers=headers, body=body)
+            message = parse_message_response(query, *await _aexchange(client, request))
             found, part_ttl, target = extract_addresses(message, qname, rdtype, seen)
             if part_ttl is not None:
                 ttl = part_ttl if ttl is None else min(ttl, part_ttl)
@@ -567,8 +586,8 @@ class DohDns:
         ttl: float | None = None
         for _ in range(MAX_CNAME_DEPTH + 1):
             url = build_json_url(self.url, current, "A" if rdtype == 1 else "AAAA")
-            answer = await _aexchange(client, "GET", url, _asking(JSON_TYPES[0]), None)
-            found, part_ttl, target = parse_json_response(current, rdtype, *answer)
+            request = Request("GET", url, headers=_asking(JSON_TYPES[0]))
+            found, part_ttl, target = parse_json_response(current, rdtype, *await _aexchange(client, request))
             if part_ttl is not None:
                 ttl = part_ttl if ttl is None else min(ttl, part_ttl)
             if target is None:
@@ -602,43 +621,43 @@ def _exchange(client: Any, request: Request) -> tuple[int, str | None, bytes]:
     return response.status_code, response.headers.get("content-type"), body
 
 
-async def _aexchange(
-    client: Any, method: str, url: str, headers: dict[str, str], body: Any
-) -> tuple[int, str | None, bytes]:
-    """:func:`_exchange` over an ``AsyncClient`` made with ``max_body_size=MAX_RESPONSE``: the client stops
-    reading past the bound (and refuses a larger declared length before reading), and the bytes read
-    then pass the same checks as :func:`read_answer`'s."""
-    if body is None:
-        response = await client.request(method, url, headers=headers)
-    else:
-        response = await client.request(method, url, headers=headers, body=body)
+async def _aexchange(client: Any, request: Request) -> tuple[int, str | None, bytes]:
+    """:func:`_exchange` over an ``AsyncClient``: the body streamed through :func:`aread_answer`, the call
+    abandoned (never drained) when the answer is bad or the lookup is cancelled."""
+    call = client.new_call(request)
+    response = await call.execute()
     try:
-        await response.aread()
-    except BodyTooLargeError:
-        declared = response.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > MAX_RESPONSE:
-            raise AnswerError(f"DoH response of {int(declared)} bytes exceeds {MAX_RESPONSE}") from None
-        raise AnswerError(f"DoH response exceeds {MAX_RESPONSE} bytes") from None
-    data = _bounded_body(response.headers, lambda: (response.content,))
-    return response.status_code, response.headers.get("content-type"), data
+        body = await aread_answer(response)
+    except BaseException:
+        call.cancel()  # abandon the rest of the body: aclose() would first try to drain it
+        raise
+    finally:
+        await response.aclose()
+    return response.status_code, response.headers.get("content-type"), body
 
 
-_CLOSING: set[Any] = set()  # tasks closing an AsyncClient, kept alive until they finish
+_CLOSING: set[Any] = set()  # tasks closing asyncio clients, kept alive until they finish
 
 
-def _close_on(loop: Any, client: Any) -> None:
-    """Close ``client``, an ``AsyncClient`` of ``loop``, from wherever this runs, without waiting."""
-    if loop.is_closed():
-        return
+def _close_async_clients(clients: list[Any]) -> None:
+    """Close ``AsyncClient``s from blocking code: by a task when this thread runs a loop (which cannot be
+    waited for here), else on a loop made for it."""
+
+    async def close_all() -> None:
+        for client in clients:
+            await client.aclose()
+
     try:
-        running: Any = asyncio.get_running_loop()
+        running = asyncio.get_running_loop()
     except RuntimeError:
         running = None
-    if loop is running:
-        task = loop.create_task(client.aclose())
+    if running is not None:
+        task = running.create_task(close_all())
         _CLOSING.add(task)
         task.add_done_callback(_CLOSING.discard)
-    elif loop.is_running():
-        asyncio.run_coroutine_threadsafe(client.aclose(), loop)
-    elif running is None:
-        loop.run_until_complete(client.aclose())
+        return
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(close_all())
+    finally:
+        loop.close()

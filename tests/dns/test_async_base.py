@@ -7,7 +7,7 @@ import asyncio
 import socket
 
 import pytest
-from aioloop import aio  # noqa: F401  (the loop fixture)
+from aioloop import aio_fixture  # noqa: F401  (the fixture "aio")
 
 from fastnet.dns import (
     BootstrapDns,
@@ -74,8 +74,14 @@ def test_async_function_dns_awaits_coroutine_functions(aio):
         assert await dns.alookup("app.test") == ["127.0.0.7"]
         assert await dns.alookup("[::1]") == ["::1"]  # an IP literal never calls the function
         assert calls == ["app.test"]
+        with pytest.raises(TypeError, match="wraps a coroutine function.*use alookup"):
+            dns.lookup("app.test")  # refused before the function is called
+        assert calls == ["app.test"]
         with pytest.raises(TypeError, match="returned an awaitable: use alookup"):
-            dns.lookup("app.test")  # and the coroutine it made is closed: no "never awaited" warning
+            # a plain function returning a coroutine: the coroutine it made is closed (no "never
+            # awaited" warning)
+            FunctionDns(lambda host: resolve(host)).lookup("app.test")
+        assert calls == ["app.test"]  # the coroutine never ran
 
         async def empty(host):
             return []

@@ -9,7 +9,13 @@ import threading
 import types
 
 import pytest
-from aioloop import aio, client_sockets, new_loop, wait_closed, wait_for  # noqa: F401  (aio: the fixture)
+from aioloop import (
+    aio_fixture,  # noqa: F401  (the fixture "aio")
+    client_sockets,
+    new_loop,
+    wait_closed,
+    wait_for,
+)
 from conftest import Twins
 from dnsfaults import FaultDnsServer
 
@@ -259,7 +265,7 @@ def test_async_cache_accepts_functions_and_coroutine_functions(aio, impl):
         assert await dns.alookup("app.test") == ["127.0.0.7"]
         assert dns.lookup("app.test") == ["127.0.0.7"]  # a hit: the coroutine function is not called
         dns.invalidate()
-        with pytest.raises(TypeError, match="returned an awaitable"):
+        with pytest.raises(TypeError, match="wraps a coroutine function"):
             dns.lookup("app.test")  # a miss cannot await it
 
     aio.run(main())

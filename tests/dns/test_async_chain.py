@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from aioloop import aio  # noqa: F401  (the loop fixture)
+from aioloop import aio_fixture  # noqa: F401  (the fixture "aio")
 from dnsfaults import FaultDnsServer
 
 from fastnet.dns import (
@@ -80,7 +80,9 @@ async def same(sync_chain, async_chain, host, with_ttl=False):
 
 def chains(*specs, blacklist_factory=None):
     """A blocking chain and an asyncio chain of the same resolvers (and blacklists built alike)."""
-    sync_resolvers, async_resolvers = zip(*[pair(*spec) for spec in specs])
+    pairs = [pair(*spec) for spec in specs]
+    sync_resolvers = [p[0] for p in pairs]
+    async_resolvers = [p[1] for p in pairs]
     sync_bl = blacklist_factory() if blacklist_factory else None
     async_bl = blacklist_factory() if blacklist_factory else None
     return (

@@ -14,7 +14,12 @@ import dns.flags
 import dns.message
 import dns.rrset
 import pytest
-from aioloop import aio, client_sockets, wait_closed, wait_for  # noqa: F401  (aio: the loop fixture)
+from aioloop import (
+    aio_fixture,  # noqa: F401  (the fixture "aio")
+    client_sockets,
+    wait_closed,
+    wait_for,
+)
 from dnsfaults import POISON, FaultDnsServer
 
 from fastnet.dns import UdpDns
