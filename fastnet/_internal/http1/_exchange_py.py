@@ -493,12 +493,25 @@ class Exchange(ResponseBodySource):
         if self.body_mode == BODY_UNTIL_CLOSE or self.user.canceled or conn.closed:
             self.finish(False)
             return
+        self.decompressor = None
+        parser = conn.parser
+        try:
+            # first what the parser holds: a short body (a redirect's) mostly came with the head, and
+            # then no socket call is needed, not even the two that set and restore the drain timeout
+            data = parser.read_body()
+            while data:
+                self.body_bytes += len(data)
+                data = parser.read_body()
+            if data is None:
+                self.finish(True)
+                return
+        except BaseException:
+            self.finish(False)
+            raise
         deadline = time.monotonic() + DRAIN_TIMEOUT
         saved = conn.read_timeout
         try:
             conn.set_timeouts(DRAIN_TIMEOUT, conn.write_timeout)
-            self.decompressor = None
-            parser = conn.parser
             while time.monotonic() < deadline:
                 data = parser.read_body()
                 if data is None:
