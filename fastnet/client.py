@@ -110,6 +110,38 @@ class ClientOptions(NamedTuple):
     cert: str | tuple[str, ...] | None
     min_tls_version: Any
 
+    def __repr__(self) -> str:
+        # no secret in a repr: auth's password, cert's key password, sensitive default headers and
+        # credentials in a proxy or base URL are shown as ***
+        fields = zip(self._fields, self, strict=True)
+        shown = ", ".join(f"{name}={_shown_option(name, value)!r}" for name, value in fields)
+        return f"ClientOptions({shown})"
+
+
+class _Shown(str):
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _shown_option(name: str, value: Any) -> Any:
+    if value is None:
+        return value
+    if name == "auth" and isinstance(value, (tuple, list)) and len(value) == 2:
+        return (value[0], _Shown("***"))
+    if name == "cert" and isinstance(value, tuple) and len(value) > 2 and value[2] is not None:
+        return (*value[:2], _Shown("***"), *value[3:])
+    if name in ("proxy", "base_url") and isinstance(value, str) and "@" in value:
+        try:
+            return _Shown(repr(URL(value)))
+        except ValueError:
+            return _Shown("***")
+    if name == "headers" and not isinstance(value, Headers):
+        try:
+            return as_headers(value)  # its repr hides sensitive values
+        except (TypeError, ValueError):
+            return value
+    return value
+
 
 # Options whose change gives a sibling its own RouteDatabase and TLS context.
 _ROUTE_OPTIONS = frozenset(

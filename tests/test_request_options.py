@@ -431,3 +431,82 @@ def test_request_defaults_have_no_call_settings() -> None:
     request = fastnet.Request("GET", "http://h/")
     assert request.timeout is fastnet.USE_CLIENT_DEFAULT and request.follow_redirects is None
     assert request.authenticator is None
+
+
+_UPLOAD_CHILD = r"""
+import asyncio, os, resource, sys
+import fastnet
+
+url, path, kind = sys.argv[1:4]
+
+
+def peak_kib() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+async def upload_async() -> int:
+    async with fastnet.AsyncClient(trust_env=False) as client:
+        with open(path, "rb") as f:
+            return (await client.post(url, files={"f": ("big.bin", f)}, data={"k": "v"})).status_code
+
+
+def upload() -> int:
+    with fastnet.Client(trust_env=False) as client, open(path, "rb") as f:
+        return client.post(url, files={"f": ("big.bin", f)}, data={"k": "v"}).status_code
+
+
+if kind != "blocking":
+    if kind == "asyncio+uvloop":
+        import uvloop
+        uvloop.install()
+    asyncio.run(asyncio.sleep(0))  # the loop's own memory is in the baseline
+before = peak_kib()
+status = asyncio.run(upload_async()) if kind != "blocking" else upload()
+print(status, peak_kib() - before)
+"""
+
+
+def test_a_100_mb_upload_streams_in_little_memory(
+    server: MockServer, tmp_path: Any, client_kind: str
+) -> None:
+    """``files=`` reads the file in pieces as it sends: the uploading process grows by under 20 MB."""
+    import subprocess
+    import sys
+
+    size = 100 << 20
+    path = tmp_path / "big.bin"
+    with path.open("wb") as f:
+        f.truncate(size)  # 100 MB of zeros (sparse on disk; read like any file)
+    server.enqueue(MockResponse(200, body=b"stored"))
+    child = subprocess.run(
+        [sys.executable, "-c", _UPLOAD_CHILD, server.url("/up"), str(path), client_kind],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(
+            {k: v for k, v in os.environ.items() if "proxy" not in k.lower()},
+            PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        ),
+    )
+    assert child.returncode == 0, child.stderr
+    status, grew_kib = (int(v) for v in child.stdout.split())
+    assert status == 200
+    assert grew_kib < 20 * 1024, f"the upload grew the process by {grew_kib} KiB"
+    rec = server.take_request()
+    assert int(rec.header("content-length")) == len(rec.body) > size
+    assert rec.header("content-type").startswith("multipart/form-data; boundary=")
+
+
+def test_no_password_in_reprs_or_errors(server: MockServer) -> None:
+    secret = "pw-" + os.urandom(4).hex()
+    request = fastnet.Request("GET", f"http://alice:{secret}@h.test/p", auth=("bob", secret), params={"a": 1})
+    assert secret not in repr(request) and secret not in repr(request.headers)
+    assert secret not in str(request.url)
+    with make_fast_client(auth=("carol", secret), proxy=f"http://dave:{secret}@127.0.0.1:1") as client:
+        assert secret not in repr(client) and secret not in repr(client.config)
+        built = client.build_request("POST", server.url("/"), auth=("erin", secret), data={"k": "v"})
+        assert secret not in repr(built)
+        with pytest.raises(fastnet.NetworkError) as caught:
+            client.get(f"http://frank:{secret}@127.0.0.1:1/", auth=("gina", secret))
+        error = caught.value
+        assert secret not in str(error) and secret not in repr(error) and secret not in str(error.url)

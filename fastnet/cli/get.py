@@ -63,6 +63,9 @@ def exit_code(error: BaseException) -> int:
     return 1
 
 
+_SECRET_HEADERS = frozenset(("authorization", "proxy-authorization"))
+
+
 class _Usage(Exception):
     """A bad option value found after parsing: exit status 2."""
 
@@ -552,6 +555,9 @@ def _show_exchange(sent: list[Any], response: fastnet.Response) -> None:
         request = sent[-1]
         err.write(f"> {request.method} {request.url.target} HTTP/1.1\n")
         for name, value in request.headers.items():
+            if name.lower() in _SECRET_HEADERS:
+                scheme, _, _ = value.partition(" ")
+                value = f"{scheme} ***" if scheme != value else "***"  # no credentials in the log
             err.write(f"> {name}: {value}\n")
         err.write(">\n")
     err.write(f"< {response.protocol} {response.status_code} {response.reason}\n")

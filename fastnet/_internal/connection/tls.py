@@ -135,26 +135,25 @@ def _environment_path(name: str, exists: Any) -> str | None:
     return None
 
 
-_TLS_VERSIONS = {
-    "1": ssl.TLSVersion.TLSv1,
-    "1.0": ssl.TLSVersion.TLSv1,
-    "1.1": ssl.TLSVersion.TLSv1_1,
-    "1.2": ssl.TLSVersion.TLSv1_2,
-    "1.3": ssl.TLSVersion.TLSv1_3,
-}
+_TLS_VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
 
 
 def _tls_version(value: Any) -> ssl.TLSVersion | None:
     if value is None:
         return None
     if isinstance(value, ssl.TLSVersion):
-        return value
-    if isinstance(value, str):
-        text = value.strip().lower().removeprefix("tlsv").removeprefix("tls").strip()
-        version = _TLS_VERSIONS.get(text)
-        if version is not None:
-            return version
-    raise ValueError(f"min_tls_version must be '1.2', '1.3' or an ssl.TLSVersion, not {value!r}")
+        return value  # as given: TLSv1 and TLSv1_1 too, with Python's DeprecationWarning
+    if not isinstance(value, str):
+        raise TypeError(
+            f"min_tls_version must be '1.2', '1.3' or an ssl.TLSVersion, not {type(value).__name__}"
+        )
+    text = value.strip().lower().removeprefix("tlsv").removeprefix("tls").strip()
+    version = _TLS_VERSIONS.get(text)
+    if version is None:
+        raise ValueError(
+            f"min_tls_version must be '1.2' or '1.3' (or an ssl.TLSVersion, for an older one), not {value!r}"
+        )
+    return version
 
 
 def _cert_chain(cert: Any) -> tuple[str, str | None, str | None] | None:
