@@ -11,11 +11,14 @@ its pool.
 from __future__ import annotations
 
 import codecs
+import datetime
 import json as _json
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
+from fastnet._content import charset_of, decode_guessing, guess_encoding, parse_links
 from fastnet.challenge import Challenge, parse_challenges
+from fastnet.cookies import parse_set_cookie
 from fastnet.exceptions import HTTPStatusError
 from fastnet.headers import Headers, HeadersLike, as_headers
 
@@ -133,6 +136,7 @@ class Response:
         "network_response",
         "route",
         "timings",
+        "_encoding",
         "__weakref__",
     )
     status_code: int
@@ -149,6 +153,7 @@ class Response:
     route: Route | None
     #: How long each phase took (``fastnet.Timings``); None for a response that did not come off the network.
     timings: Timings | None
+    _encoding: str | None  # set by ``response.encoding = ...``
 
     def __init__(
         self,
@@ -176,6 +181,7 @@ class Response:
         self.network_response = None
         self.route = None
         self.timings = None
+        self._encoding = None
 
     # -- metadata -------------------------------------------------------------------------------
 
@@ -196,11 +202,62 @@ class Response:
 
     @property
     def is_success(self) -> bool:
+        """A 2xx status."""
         return 200 <= self.status_code < 300
 
     @property
+    def ok(self) -> bool:
+        """Not a 4xx or 5xx status (requests' ``ok``: what ``raise_for_status()`` lets through)."""
+        return self.status_code < 400
+
+    @property
+    def is_error(self) -> bool:
+        """A 4xx or 5xx status."""
+        return self.status_code >= 400
+
+    @property
     def is_redirect(self) -> bool:
+        """A redirect fastnet would follow: 300, 301, 302, 303, 307 or 308 with a ``Location``."""
         return self.status_code in (300, 301, 302, 303, 307, 308) and "location" in self.headers
+
+    @property
+    def reason_phrase(self) -> str:
+        """``reason`` (httpx's name)."""
+        return self.reason
+
+    @property
+    def http_version(self) -> str:
+        """``protocol`` (httpx's name): ``"HTTP/1.1"`` or ``"HTTP/1.0"``."""
+        return self.protocol
+
+    @property
+    def elapsed(self) -> datetime.timedelta:
+        """How long the call took: from its start to the end of the body once that is read (to now while it
+        streams), from ``timings.total``; zero for a response that did not come off the network.
+        ``timings.first_byte`` is the time to the response head (requests' ``elapsed``)."""
+        timings = self.timings
+        return datetime.timedelta(seconds=timings.total if timings is not None else 0.0)
+
+    @property
+    def links(self) -> dict[str, dict[str, str]]:
+        """The ``Link`` header (RFC 8288) by relation: ``r.links["next"]["url"]``."""
+        values = self.headers.get_all("link")
+        return parse_links(values) if values else {}
+
+    @property
+    def cookies(self) -> dict[str, str]:
+        """The cookies this response set (its ``Set-Cookie`` headers, as a jar would take them), by name.
+        Cookies that delete one (already expired) are left out."""
+        values = self.headers.get_all("set-cookie")
+        if not values or self.request is None:
+            return {}
+        url = self.request.url
+        out = {}
+        for value in values:
+            cookie = parse_set_cookie(value, url)
+            if cookie is not None and not cookie.is_expired():
+                out[cookie.name] = cookie.value
+        return out
 
     def header(self, name: str, default: str | None = None) -> str | None:
         return self.headers.get(name, default)
@@ -227,20 +284,55 @@ class Response:
 
     @property
     def encoding(self) -> str:
-        ctype = self.headers.get("content-type")
-        if ctype:
-            for param in ctype.split(";")[1:]:
-                key, _, value = param.strip().partition("=")
-                if key.strip().lower() == "charset" and value:
-                    return value.strip().strip('"')
+        """The text encoding ``.text`` and ``iter_lines()`` use: what you set (``r.encoding = "cp1251"``),
+        else the Content-Type's ``charset``, else UTF-8 for JSON, else ``apparent_encoding`` once the body
+        is read (UTF-8 while it streams unread)."""
+        declared = self._declared_encoding()
+        if declared is not None:
+            return declared
+        if self._source is None and not self._unreadable:
+            return self.apparent_encoding
         return "utf-8"
+
+    @encoding.setter
+    def encoding(self, value: str | None) -> None:
+        if value is not None:
+            if not isinstance(value, str):
+                raise TypeError(f"encoding must be a str or None, not {type(value).__name__}")
+            codecs.lookup(value)  # LookupError for an unknown encoding
+        self._encoding = value
+
+    def _declared_encoding(self) -> str | None:
+        chosen = self._encoding
+        if chosen is not None:
+            return chosen
+        ctype = self.headers.get("content-type")
+        declared = charset_of(ctype)
+        if declared is not None:
+            return declared
+        if ctype is not None and "json" in ctype.split(";")[0].lower():
+            return "utf-8"
+        return None
+
+    @property
+    def apparent_encoding(self) -> str:
+        """The encoding the body's bytes look like: a byte-order mark, an HTML/XML declaration, valid
+        UTF-8, else a statistical guess (``charset_normalizer`` when installed) or ``windows-1252``."""
+        return guess_encoding(self.content, self.headers.get("content-type"))
 
     @property
     def text(self) -> str:
-        try:
-            return self.content.decode(self.encoding, errors="replace")
-        except LookupError:
-            return self.content.decode("utf-8", errors="replace")
+        """The body decoded with ``encoding`` (undecodable bytes replaced)."""
+        content = self.content
+        if not content:
+            return ""
+        encoding = self._declared_encoding()
+        if encoding is not None:
+            try:
+                return content.decode(encoding, errors="replace")
+            except LookupError:  # a charset Python does not know: guess instead
+                pass
+        return decode_guessing(content, self.headers.get("content-type"))
 
     def json(self, **kwargs: Any) -> Any:
         return _json.loads(self.content, **kwargs)
@@ -475,4 +567,5 @@ def make_response(
     response.network_response = None
     response.route = route
     response.timings = None
+    response._encoding = None
     return response

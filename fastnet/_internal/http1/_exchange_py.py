@@ -19,9 +19,10 @@ Bounds, whatever a peer declares or compresses:
 * a ``Content-Length`` body is received straight into the ``bytes`` object that becomes the content,
   allocated as the bytes arrive (``receive_exact``), and refused with ``BodyTooLargeError`` before a
   byte is read when it declares more than the call's ``max_body_size``;
-* a gzip body is inflated at most ``DECODED_CHUNK`` bytes at a time, and ``.content`` stops with
-  ``BodyTooLargeError`` once the decoded size passes ``max_body_size``; a gzip stream that ends before
-  its end marker is a ``ProtocolError`` even when the framing said the body was complete;
+* a compressed body (gzip, deflate, br, zstd) is decoded at most ``DECODED_CHUNK`` bytes at a time
+  (zstd: plus one 128 KiB block), and ``.content`` stops with ``BodyTooLargeError`` once the decoded size
+  passes ``max_body_size``; a stream that ends before its end marker is a ``ProtocolError`` even when the
+  framing said the body was complete;
 * at most ``MAX_INTERIM_RESPONSES`` interim (1xx) heads are skipped.
 
 The request is written exactly as its framing headers say (``codec.request_framing``): a body of
@@ -50,6 +51,7 @@ from fastnet._internal.http1.codec import (
     frame_chunk,
     map_io_error,
 )
+from fastnet._internal.http1.decoders import DecodeError
 from fastnet._internal.http1.parser import BODY_LENGTH, BODY_NONE, BODY_UNTIL_CLOSE
 from fastnet.exceptions import (
     BodyTooLargeError,
@@ -104,7 +106,7 @@ class Exchange(ResponseBodySource):
     request: Request
     body_mode: int
     keep_alive: bool
-    decompressor: Any  # a zlib decompressobj when the Bridge decodes gzip transparently
+    decompressor: Any  # a decoder (http1/decoders.py) when the Bridge decodes the body transparently
     body_bytes: int  # body bytes received from the wire (before decoding)
     failed: bool
     head_request: bool
@@ -337,7 +339,7 @@ class Exchange(ResponseBodySource):
                         rest: bytes = decompressor.flush()
                         if not decompressor.eof:
                             raise ProtocolError(
-                                "truncated gzip body: the stream ended before its end marker",
+                                f"truncated {self.content_encoding} body: it ended before its end marker",
                                 url=self.request.url,
                                 phase="read",
                             )
@@ -346,8 +348,10 @@ class Exchange(ResponseBodySource):
                     data = decompressor.decompress(raw, DECODED_CHUNK)
                 if data:
                     return data
-        except zlib.error as exc:
-            err = ProtocolError(f"invalid gzip body: {exc}", url=self.request.url, phase="read")
+        except (zlib.error, DecodeError) as exc:
+            err = ProtocolError(
+                f"invalid {self.content_encoding} body: {exc}", url=self.request.url, phase="read"
+            )
             self.fail_body(err)
             raise err from exc
         except NetworkError as exc:
