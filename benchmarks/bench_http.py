@@ -11,11 +11,13 @@ Workloads:
   four prebuilt requests it knows, so it pays for no ``Location`` parsing.
 
 Clients: ``raw`` (the floor: prebuilt request bytes, ``recv_into`` a reusable buffer until the
-Content-Length is satisfied), ``fastnet``, ``urllib3``, ``requests``, ``httpx``, ``aiohttp``,
-``aiohttp+uvloop`` (if uvloop is installed) and ``pycurl``. Each is used the way its documentation shows,
-with default settings. The client process and nginx's worker share one CPU. Clients are interleaved
-within each round; the figure is the median over rounds and the ratio is to the raw floor's figure in
-the same run (time ratio for µs; for W3 the client's MiB/s over the floor's).
+Content-Length is satisfied), ``fastnet``, ``fastnet-into`` (streamed, each body read with
+``response.readinto`` into one reused buffer), ``urllib3``, ``requests``, ``httpx``, ``aiohttp``,
+``aiohttp+uvloop`` (if uvloop is installed), ``pycurl`` and ``pyreqwest`` (its sync client). Each is
+used the way its documentation shows, with default settings. The client process and nginx's worker
+share one CPU. Clients are interleaved within each round; the figure is the median over rounds and the
+ratio is to the raw floor's figure in the same run (time ratio for µs; for W3 the client's MiB/s over
+the floor's).
 
 Usage::
 
@@ -191,6 +193,31 @@ def _fastnet(url: str, host: str, port: int, path: str, close: bool, expect: int
             body = r.content
         elapsed = time.perf_counter() - t0
         _check(r.status_code, len(body), expect)
+        return elapsed
+
+    return run, client.close
+
+
+def _fastnet_into(url: str, host: str, port: int, path: str, close: bool, expect: int) -> Any:
+    """fastnet's zero-copy path: each body read with ``readinto`` into one reused buffer, as the raw floor
+    reads (a streamed request, so the body is not first made into ``content``)."""
+    import fastnet
+
+    client = fastnet.Client()
+    headers = _CLOSE if close else None
+    buffer = bytearray(max(expect, 65536))
+    view = memoryview(buffer)
+
+    def run(n: int) -> float:
+        stream = client.stream
+        t0 = time.perf_counter()
+        for _ in range(n):
+            with stream("GET", url, headers=headers) as r:
+                got = 0
+                while k := r.readinto(view[got:]):
+                    got += k
+        elapsed = time.perf_counter() - t0
+        _check(r.status_code, got, expect)
         return elapsed
 
     return run, client.close
@@ -425,6 +452,7 @@ def _have(module: str) -> bool:
 CLIENTS: dict[str, tuple[Factory, Callable[[], bool]]] = {
     "raw": (_raw, lambda: True),
     "fastnet": (_fastnet, lambda: _have("fastnet")),
+    "fastnet-into": (_fastnet_into, lambda: _have("fastnet")),
     "pycurl": (_pycurl, lambda: _have("pycurl")),
     "pyreqwest": (_pyreqwest, lambda: _have("pyreqwest")),
     "aiohttp+uvloop": (_aiohttp_factory(True), lambda: _have("aiohttp") and _have("uvloop")),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import datetime
+import inspect
 import json as _json
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
@@ -98,6 +99,12 @@ class ResponseBodySource:
 
     async def aclose_body(self) -> None:
         self.close_body()
+
+    def readinto(self, buffer: memoryview) -> int:
+        raise RuntimeError(_ASYNC_BODY)
+
+    async def areadinto(self, buffer: memoryview) -> int:
+        raise RuntimeError(_BLOCKING_BODY)
 
 
 _ASYNC_BODY = (
@@ -419,6 +426,69 @@ class Response:
         if pending:
             yield pending.rstrip("\r\n")
 
+    async def areadinto(self, buffer: Any) -> int:
+        """Read the next bytes of the (decoded) body into ``buffer``, a writable bytes-like object (a
+        ``bytearray``, a ``memoryview``, an ``array``...): how many, 0 at the end of the body. The blocking
+        client receives a plain Content-Length body straight into ``buffer``, with no bytes object in
+        between. It is for streamed responses (``client.stream``): a body already read into ``content``
+        raises ``RuntimeError``."""
+        view = _byte_view(buffer)
+        source = self._source
+        if source is None:
+            self._check_streamable()
+            return 0
+        n = await source.areadinto(view)
+        if n == 0 and self._source is source:
+            self._source = None
+        return n
+
+    async def aiter_into(self, buffer: Any) -> AsyncIterator[memoryview]:
+        """Iterate over the (decoded) body as views of ``buffer``, each holding the next bytes: the same
+        memory every time, so a view is good until the next step, and no bytes object is made per piece."""
+        view = _byte_view(buffer)
+        size = len(view)
+        if size == 0:
+            raise ValueError("iter_into() needs a buffer of at least one byte")
+        source = self._source
+        if source is None:
+            if self._unreadable:
+                raise RuntimeError(
+                    "the body of a prior response is unreadable (it was closed by a follow-up)"
+                )
+            content = self._content
+            for i in range(0, len(content), size):
+                n = min(size, len(content) - i)
+                view[:n] = content[i : i + n]
+                yield view[:n]
+            return
+        try:
+            while True:
+                n = await source.areadinto(view)
+                if n == 0:
+                    break
+                yield view[:n]
+        finally:
+            if self._source is source and source.done:
+                self._source = None
+
+    async def awrite_to(self, file: Any, buffer_size: int = 1 << 18) -> int:
+        """Stream the (decoded) body into ``file`` (anything with ``write(bytes-like)``) through one reused
+        ``buffer_size``-byte buffer; returns the number of bytes written.
+        .. async-only
+        A ``write`` that returns an awaitable (an async file object's) is awaited.
+        .. end
+        """
+        if buffer_size <= 0:
+            raise ValueError(f"buffer_size must be positive, not {buffer_size!r}")
+        written = 0
+        async for piece in self.aiter_into(bytearray(buffer_size)):
+            # sync-only: file.write(piece)
+            result = file.write(piece)  # async-only
+            if inspect.isawaitable(result):  # async-only
+                await result  # async-only
+            written += len(piece)
+        return written
+
     async def aclose(self) -> None:
         """Release the connection: drained within 100 ms and pooled, else closed."""
         self._closed = True
@@ -507,6 +577,63 @@ class Response:
         if pending:
             yield pending.rstrip("\r\n")
 
+    def readinto(self, buffer: Any) -> int:
+        """Read the next bytes of the (decoded) body into ``buffer``, a writable bytes-like object (a
+        ``bytearray``, a ``memoryview``, an ``array``...): how many, 0 at the end of the body. The blocking
+        client receives a plain Content-Length body straight into ``buffer``, with no bytes object in
+        between. It is for streamed responses (``client.stream``): a body already read into ``content``
+        raises ``RuntimeError``."""
+        view = _byte_view(buffer)
+        source = self._source
+        if source is None:
+            self._check_streamable()
+            return 0
+        n = source.readinto(view)
+        if n == 0 and self._source is source:
+            self._source = None
+        return n
+
+    def iter_into(self, buffer: Any) -> Iterator[memoryview]:
+        """Iterate over the (decoded) body as views of ``buffer``, each holding the next bytes: the same
+        memory every time, so a view is good until the next step, and no bytes object is made per piece."""
+        view = _byte_view(buffer)
+        size = len(view)
+        if size == 0:
+            raise ValueError("iter_into() needs a buffer of at least one byte")
+        source = self._source
+        if source is None:
+            if self._unreadable:
+                raise RuntimeError(
+                    "the body of a prior response is unreadable (it was closed by a follow-up)"
+                )
+            content = self._content
+            for i in range(0, len(content), size):
+                n = min(size, len(content) - i)
+                view[:n] = content[i : i + n]
+                yield view[:n]
+            return
+        try:
+            while True:
+                n = source.readinto(view)
+                if n == 0:
+                    break
+                yield view[:n]
+        finally:
+            if self._source is source and source.done:
+                self._source = None
+
+    def write_to(self, file: Any, buffer_size: int = 1 << 18) -> int:
+        """Stream the (decoded) body into ``file`` (anything with ``write(bytes-like)``) through one reused
+        ``buffer_size``-byte buffer; returns the number of bytes written.
+        """
+        if buffer_size <= 0:
+            raise ValueError(f"buffer_size must be positive, not {buffer_size!r}")
+        written = 0
+        for piece in self.iter_into(bytearray(buffer_size)):
+            file.write(piece)
+            written += len(piece)
+        return written
+
     def close(self) -> None:
         """Release the connection: drained within 100 ms and pooled, else closed."""
         self._closed = True
@@ -530,6 +657,17 @@ class Response:
 
     # unasync: generated end
 
+    def _check_streamable(self) -> None:
+        """For readinto() on a response without a streaming body: why there is nothing to read, if not
+        because the stream ended."""
+        if self._unreadable:
+            raise RuntimeError("the body of a prior response is unreadable (it was closed by a follow-up)")
+        if self._content:
+            raise RuntimeError(
+                "this response's body was already read into .content (client.get() and friends read it): "
+                "open it with client.stream(...) to read it into a buffer"
+            )
+
     def challenges(self) -> list[Challenge]:
         """Parsed ``WWW-Authenticate`` (401) or ``Proxy-Authenticate`` (407) challenges."""
         if self.status_code == 401:
@@ -540,6 +678,16 @@ class Response:
 
     def __repr__(self) -> str:
         return f"<Response [{self.status_code} {self.reason}]>"
+
+
+def _byte_view(buffer: Any) -> memoryview:
+    """``buffer`` as a writable one-dimensional byte view (``TypeError`` when it is not one)."""
+    view = memoryview(buffer)
+    if view.readonly:
+        raise TypeError(f"the body is read into a writable buffer, not a read-only {type(buffer).__name__}")
+    if view.ndim != 1 or view.format != "B":
+        view = view.cast("B")
+    return view
 
 
 def _incremental_decoder(encoding: str) -> codecs.IncrementalDecoder:

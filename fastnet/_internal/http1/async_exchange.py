@@ -106,6 +106,7 @@ class AsyncExchange(ResponseBodySource):
         "headers_started",
         "body_started",
         "timings",
+        "pending",
     )
     user: ConnectionUser
     connection: AsyncRealConnection
@@ -120,6 +121,7 @@ class AsyncExchange(ResponseBodySource):
     headers_started: bool  # response_headers_start has been reported
     body_started: bool  # response_body_start has been reported
     timings: Timings | None  # what the response's timings are made of (this exchange's timestamps)
+    pending: bytes | None  # a decoded piece readinto() could not fit (unset until then: getattr)
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -360,6 +362,86 @@ class AsyncExchange(ResponseBodySource):
             )
             self.fail_body(err)
             raise err from exc
+        except NetworkError as exc:
+            self.fail_body(exc)
+            raise
+        except BaseException:
+            self.interrupted()
+            raise
+
+    async def areadinto(self, buffer: memoryview) -> int:
+        """Up to ``len(buffer)`` bytes of the decoded body into ``buffer`` (a byte view): the count, 0 at
+        the end. A Content-Length body without a content coding, on a connection with a socket of its own
+        (the blocking client's), goes from the socket straight into ``buffer`` once the bytes that came
+        with the head are used up; any other body is copied in from its decoded pieces."""
+        pending = getattr(self, "pending", None)
+        if pending:
+            n = len(pending) if len(pending) < len(buffer) else len(buffer)
+            buffer[:n] = memoryview(pending)[:n]
+            self.pending = pending[n:]
+            return n
+        if self.done:
+            return 0
+        if not self.body_started:
+            self._start_body()
+        if (
+            self.decompressor is None
+            and self.body_mode == BODY_LENGTH
+            and self.connection.recv_into is not None
+        ):
+            return self._receive_into(buffer)
+        data = await self.aread_chunk()
+        if data is None:
+            return 0
+        n = len(data)
+        if n > len(buffer):
+            n = len(buffer)
+            self.pending = data[n:]
+        buffer[:n] = memoryview(data)[:n]
+        return n
+
+    def _receive_into(self, buffer: memoryview) -> int:
+        """``readinto`` for a Content-Length body on a blocking socket: what the parser holds first (a
+        part given back when it does not fit), else one ``recv_into`` into ``buffer`` itself."""
+        conn = self.connection
+        parser = conn.parser
+        user = self.user
+        try:
+            remaining = parser.body_remaining
+            if remaining <= 0:
+                parser.read_body()  # None: complete
+                self.finish(True)
+                return 0
+            want = len(buffer) if len(buffer) < remaining else remaining
+            held = parser.take_buffered()
+            if held:
+                n = len(held) if len(held) < want else want
+                buffer[:n] = memoryview(held)[:n]
+                parser.skip_body_bytes(n)
+                if n < len(held):
+                    parser.feed(memoryview(held)[n:])
+            else:
+                if user.canceled:
+                    raise self.map_error(CanceledError("canceled while reading the body"), "read")
+                try:
+                    n = conn.recv_into(buffer[:want])
+                except OSError as exc:
+                    self.failed = True
+                    raise self.map_error(exc, "read") from exc
+                if n == 0:
+                    if user.canceled:
+                        raise user.canceled_error(self.request)
+                    raise ProtocolError(
+                        f"unexpected end of stream: {remaining} body bytes missing",
+                        url=self.request.url,
+                        phase="read",
+                    )
+                parser.skip_body_bytes(n)
+            self.body_bytes += n
+            if parser.body_remaining == 0:
+                parser.read_body()  # None: complete
+                self.finish(True)
+            return n
         except NetworkError as exc:
             self.fail_body(exc)
             raise
