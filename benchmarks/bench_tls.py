@@ -16,8 +16,9 @@ documentation shows with the test CA trusted. ``--compare-with TREE`` adds ``fas
 client run from another checkout (its extensions built in place), to measure a change before and after.
 
 Each sample is a fresh child process (one client, one workload: warm-up, then ``count`` requests in 5
-sub-batches timed apart, the sample's figure their median) pinned to nginx's CPU, as ``bench_http.py`` pins client and server together. Rounds interleave the clients; the
-figures are medians over rounds and the ratio is to the raw floor in the same run.
+sub-batches timed apart, the sample's figure their median) pinned to nginx's CPU, as ``bench_http.py``
+pins client and server together. Rounds interleave the clients; the figures are medians over rounds and
+the ratio is to the raw floor in the same run.
 
 Usage::
 
@@ -357,9 +358,9 @@ def main(argv: list[str] | None = None) -> int:
         f"Command: `{common.command_line()}`",
         f"Machine: {common.machine_notes({'OpenSSL (Python)': ssl.OPENSSL_VERSION})}",
         f"Medians over {rounds} interleaved rounds; each sample a fresh process (warm-up, then the "
-        f"requests in {_SPLITS} sub-batches timed apart, their median), pinned with nginx's one worker to one CPU; ratio to the raw floor in the same run. "
-        "The machine's 2 cores are shared with other jobs (see the load average): quote medians, and "
-        f"ratios within one run. Took {took:.0f} s.",
+        f"requests in {_SPLITS} sub-batches timed apart, their median), pinned with nginx's one worker "
+        "to one CPU; ratio to the raw floor in the same run. The machine's 2 cores are shared with other "
+        f"jobs (see the load average): quote medians, and ratios within one run. Took {took:.0f} s.",
     ]
     if skipped:
         notes.append("Not installed: " + ", ".join(skipped))
