@@ -379,6 +379,16 @@ class ExchangeFinder:
                     conn.write_timeout = connect_timeout  # SO_SNDTIMEO as connect_tcp left it (0: none)
             if http_proxy and proxy.authorization is not None:
                 conn.proxy_authorization = proxy.authorization
+            if conn.is_tls:
+                # the sessions this connection's TLS layers will give, innermost first (read on release)
+                if self.address.is_https:
+                    keys: tuple[tuple[str, int], ...] = ((self.address.host, self.address.port),)
+                else:
+                    keys = ()
+                if proxy.type is ProxyType.HTTP and proxy.tls:
+                    keys += ((str(proxy.host), int(proxy.port or 0)),)
+                if keys:
+                    conn.offer_tls_sessions(connector.tls_sessions, keys)
             return conn
         raise connect_failure(self.address, attempts, selection_errors, self._target_of)
 
