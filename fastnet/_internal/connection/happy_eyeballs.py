@@ -107,7 +107,8 @@ def connect_tcp(
 
     ``connect_timeout`` of ``None`` or ``0`` means no timeout. The socket is returned in blocking
     mode with ``TCP_NODELAY`` set and ``SO_SNDTIMEO`` at the connect timeout (unset without one), which a
-    caller whose write timeout is the same need not set again; ``failures`` lists the attempts that failed before it won.
+    caller whose write timeout is the same need not set again; ``failures`` lists the attempts that
+    failed before it won.
     ``describe(route, target)`` names an attempt in timeout messages (default: ``host:port``). A refused
     or unreachable attempt fails with the ``OSError`` of its errno, which names no address: the route
     it belongs to is reported with it.
