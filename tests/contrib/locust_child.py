@@ -2,6 +2,7 @@
 
     python locust_child.py table ENGINE SPEC_JSON       the table with FastnetUser's or FastHttpUser's client
     python locust_child.py overlap ENGINE URL USERS [T]  USERS users in one local runner, one request each
+    python locust_child.py api BASE_URL                  FastnetUser's API (catch_response, rest, cookies...)
     python locust_child.py gevent-idle URL               a keep-alive connection reused after 1.3 s idle
     python locust_child.py gevent-late URL               fastnet imported before gevent patched: timeouts hold
 
@@ -183,6 +184,45 @@ def run_overlap(engine: str, url: str, users: int, timeout: float = 10.0) -> dic
     return {"requests": len(intervals), "done": len(done), "errors": errors[:5], "wall": wall, "peak": peak}
 
 
+def run_api(base: str) -> dict[str, Any]:
+    """FastnetUser's API as a locustfile uses it: catch_response, name=, rename_request, rest(), json=,
+    cookies, allow_redirects, credentials in the host URL. ``base`` answers by path (see the test)."""
+    from locust.env import Environment
+
+    from fastnet.contrib.locust import FastnetUser
+
+    events: list[dict[str, Any]] = []
+
+    class Api(FastnetUser):
+        host = base.replace("http://", "http://alice:s3cret@")
+
+    env = Environment(user_classes=[Api])
+    env.events.request.add_listener(lambda **kw: events.append(kw))
+    user = Api(env)
+    other = Api(env)
+    out: dict[str, Any] = {}
+    with user.client.get("/missing", catch_response=True) as r:
+        out["missing_status"] = r.status_code
+        r.success()
+    with user.client.get("/ok", catch_response=True, name="grouped") as r:
+        r.failure("not what I wanted")
+    with user.client.rename_request("renamed"):
+        user.client.get("/ok?x=1")
+    with user.rest("GET", "/json") as r:
+        out["js"] = r.js
+    user.client.post("/echo", json={"a": 1})
+    user.client.get("/set-cookie")
+    user.client.get("/needs-cookie")
+    other.client.get("/needs-cookie")  # another user: its own jar
+    out["redirect_status"] = user.client.get("/redirect", allow_redirects=False).status_code
+    out["followed_status"] = user.client.get("/redirect").status_code
+    out["events"] = [
+        {"name": e["name"], "exception": None if e["exception"] is None else repr(e["exception"])}
+        for e in events
+    ]
+    return out
+
+
 def run_gevent_idle(url: str) -> dict[str, Any]:
     import fastnet
 
@@ -223,6 +263,8 @@ def main() -> None:
         result = run_overlap(
             sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]) if len(sys.argv) > 5 else 10.0
         )
+    elif mode == "api":
+        result = run_api(sys.argv[2])
     elif mode == "gevent-idle":
         result = run_gevent_idle(sys.argv[2])
     elif mode == "gevent-late":

@@ -214,6 +214,56 @@ def test_table(table: tuple[str, dict[str, Any]], case: Case, servers: Servers) 
     assert not problems, f"{engine}: {problems}"
 
 
+def test_fastnet_user_api() -> None:
+    with MockServer() as server:
+        seen: list[Any] = []
+
+        def answer(request: Any) -> MockResponse:
+            seen.append(request)
+            if request.path == "/ok":
+                return MockResponse(200, body=b"ok")
+            if request.path == "/json":
+                return MockResponse(200, headers={"Content-Type": "application/json"}, body=b'{"a": 1}')
+            if request.path == "/echo":
+                return MockResponse(200, body=request.body)
+            if request.path == "/set-cookie":
+                return MockResponse(200, headers={"Set-Cookie": "sid=7; Path=/"})
+            if request.path == "/needs-cookie":
+                return MockResponse(200, body=(request.header("Cookie") or "none").encode())
+            if request.path == "/redirect":
+                return MockResponse(302, headers={"Location": "/ok"})
+            return MockResponse(404)
+
+        server.dispatcher = answer
+        result = child("api", server.url(""))
+    names = [e["name"] for e in result["events"]]
+    assert names == [
+        "/missing",
+        "grouped",
+        "renamed",
+        "/json",
+        "/echo",
+        "/set-cookie",
+        "/needs-cookie",
+        "/needs-cookie",
+        "/redirect",
+        "/redirect",
+    ]
+    exceptions = [e["exception"] for e in result["events"]]
+    assert exceptions[0] is None and result["missing_status"] == 404  # success() overrides the 404
+    assert exceptions[1] == "CatchResponseError('not what I wanted')"
+    assert all(e is None for e in exceptions[2:]), exceptions
+    assert result["js"] == {"a": 1}
+    by_path = {r.path: r for r in seen}
+    assert (
+        by_path["/echo"].header("Content-Type") == "application/json" and by_path["/echo"].body == b'{"a": 1}'
+    )
+    cookies = [r.header("Cookie") for r in seen if r.path == "/needs-cookie"]
+    assert cookies == ["sid=7", None]  # one jar per user
+    assert all(r.header("Authorization") == "Basic YWxpY2U6czNjcmV0" for r in seen)  # from the host URL
+    assert result["redirect_status"] == 302 and result["followed_status"] == 200
+
+
 # ------------------------------------------------------------------------------------ gevent
 
 
