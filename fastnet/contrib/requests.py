@@ -139,6 +139,7 @@ class FastnetAdapter(BaseAdapter):
             base = client.with_options(**forced)
         self._base = base
         self._siblings: dict[tuple[Any, ...], fastnet.Client] = {}
+        self._by_argument: dict[tuple[Any, ...], fastnet.Client] = {}
         self._proxies: dict[str, fastnet.Proxy] = {}
         self._lock = threading.Lock()
 
@@ -201,24 +202,38 @@ class FastnetAdapter(BaseAdapter):
     def _client_for(
         self, url: str, timeout: Any, verify: Any, cert: Any, request: PreparedRequest
     ) -> fastnet.Client:
-        connect, read = _timeouts(timeout)
         tls = url[:6].lower() == "https:"
-        key = (connect, read, verify, _cert_key(cert)) if tls else (connect, read)
-        sibling = self._siblings.get(key)
+        try:  # what send() was given, as it was given: one dict lookup per request
+            kind = type(timeout)  # 0 and False are equal keys, not equal timeouts
+            fast_key: tuple[Any, ...] = (tls, kind, timeout, verify, cert) if tls else (tls, kind, timeout)
+            sibling = self._by_argument.get(fast_key)
+        except TypeError:  # unhashable (a list for cert, say)
+            fast_key, sibling = (), None
         if sibling is not None:
             return sibling
-        changes: dict[str, Any] = {"connect_timeout": connect, "read_timeout": read, "write_timeout": read}
-        if tls and (verify is not True or cert):
-            changes["verify"] = _ssl_context(verify, cert, request)
-        with self._lock:
-            sibling = self._siblings.get(key)
-            if sibling is None:
-                if len(self._siblings) >= _MAX_SIBLINGS:
-                    for old in self._siblings.values():
-                        old.close()
-                    self._siblings.clear()
-                sibling = self._base.with_options(**changes)
-                self._siblings[key] = sibling
+        connect, read = _timeouts(timeout)
+        key = (connect, read, verify, _cert_key(cert)) if tls else (connect, read)
+        sibling = self._siblings.get(key)
+        if sibling is None:
+            changes: dict[str, Any] = {
+                "connect_timeout": connect,
+                "read_timeout": read,
+                "write_timeout": read,
+            }
+            if tls and (verify is not True or cert):
+                changes["verify"] = _ssl_context(verify, cert, request)
+            with self._lock:
+                sibling = self._siblings.get(key)
+                if sibling is None:
+                    if len(self._siblings) >= _MAX_SIBLINGS:
+                        for old in self._siblings.values():
+                            old.close()
+                        self._siblings.clear()
+                        self._by_argument.clear()
+                    sibling = self._base.with_options(**changes)
+                    self._siblings[key] = sibling
+        if fast_key and len(self._by_argument) < _MAX_SIBLINGS:
+            self._by_argument[fast_key] = sibling
         return sibling
 
     def _proxy(self, proxy_url: str, request: PreparedRequest) -> fastnet.Proxy:
@@ -244,6 +259,7 @@ class FastnetAdapter(BaseAdapter):
         with self._lock:
             siblings = list(self._siblings.values())
             self._siblings.clear()
+            self._by_argument.clear()
         for sibling in siblings:
             sibling.close()
         if self._own:
@@ -421,6 +437,18 @@ class _RawResponse(urllib3.HTTPResponse):
 
     fastnet_response: fastnet.Response
 
+    @property
+    def headers(self) -> urllib3.HTTPHeaderDict:
+        """The head as urllib3 keeps it, made on first use (requests reads fastnet's own)."""
+        headers: urllib3.HTTPHeaderDict | None = self.__dict__.get("_headers_dict")
+        if headers is None:
+            headers = self.__dict__["_headers_dict"] = _header_dict(self.fastnet_response.headers._items)
+        return headers
+
+    @headers.setter
+    def headers(self, value: urllib3.HTTPHeaderDict) -> None:
+        self.__dict__["_headers_dict"] = value
+
     def stream(
         self, amt: int | None = 2**16, decode_content: bool | None = None
     ) -> Generator[bytes, None, None]:
@@ -459,11 +487,10 @@ class _RawResponse(urllib3.HTTPResponse):
         raw = cls.__new__(cls)
         state = raw.__dict__
         state.update(template)
+        state["fastnet_response"] = network
         body = _Body(network)
-        headers = _header_dict(network.headers._items)
-        container: MutableMapping[str, list[str]] = headers._container
+        headers = network.headers
         status = network.status_code
-        state["headers"] = headers
         state["status"] = status
         state["version"] = 10 if network.protocol == "HTTP/1.0" else 11
         state["version_string"] = network.protocol
@@ -472,18 +499,17 @@ class _RawResponse(urllib3.HTTPResponse):
         state["_fp"] = body
         state["_decoded_buffer"] = BytesQueueBuffer()
         chunked = False
-        encoding = container.get("transfer-encoding")
-        if encoding is not None:
-            chunked = "chunked" in (e.strip() for e in ", ".join(encoding[1:]).lower().split(","))
+        if "transfer-encoding" in headers:
+            encoding = ", ".join(headers.get_all("transfer-encoding")).lower()
+            chunked = "chunked" in (e.strip() for e in encoding.split(","))
         state["chunked"] = chunked
+        length = headers.get_all("content-length")
         if chunked or method == "HEAD" or status in (204, 304) or 100 <= status < 200:
             state["length_remaining"] = raw._init_length(method)  # the rare cases: urllib3's own rules
+        elif len(length) == 1 and length[0].isdigit():
+            state["length_remaining"] = int(length[0])
         else:
-            length = container.get("content-length")
-            if length is None or len(length) != 2 or not length[1].isdigit():
-                state["length_remaining"] = raw._init_length(method)
-            else:
-                state["length_remaining"] = int(length[1])
+            state["length_remaining"] = raw._init_length(method)
         raw._finish(network, body)
         return raw
 
