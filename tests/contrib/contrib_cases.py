@@ -237,11 +237,11 @@ BY_ID = {case.id: case for case in CASES}
 class Servers:
     """The servers the table runs against: two MockServers answering by path, and the testbed."""
 
-    def __init__(self, testbed: Any) -> None:
+    def __init__(self, testbed: Any, extra: tuple[Case, ...] = ()) -> None:
         self.testbed = testbed
         self.mock = MockServer()
         self.mock_tls = MockServer(tls=True)
-        routes = {case.path: case.mock for case in CASES if case.mock is not None}
+        routes = {case.path: case.mock for case in (*CASES, *extra) if case.mock is not None}
         for server in (self.mock, self.mock_tls):
             server.dispatcher = lambda request, routes=routes: routes.get(request.path) or MockResponse(404)
             server.start()
