@@ -22,7 +22,7 @@ Targets (the issue's): requests 1.6×, httpx 1.5×, FastnetUser 2× FastHttpUser
 
 Usage::
 
-    PYTHONPATH=. python benchmarks/bench_contrib.py [--quick] [--record] [--pairs requests,httpx,locust,scrapy]
+    PYTHONPATH=. python benchmarks/bench_contrib.py [--quick] [--record] [--pairs requests,httpx,locust]
 
 It never fails: a pair whose framework is missing or errors is reported as such in its cell.
 """
@@ -293,7 +293,8 @@ def _scrapy_once(host: str, fastnet_engine: bool, tmp: str) -> dict[str, Any]:
         "sys.path.insert(0, sys.argv[1])\n"
         "from pages_spider import Pages\n"
         "settings = json.loads(sys.argv[2])\n"
-        "if 'DOWNLOAD_HANDLERS' in settings: settings['DOWNLOAD_HANDLERS'] = json.loads(settings['DOWNLOAD_HANDLERS'])\n"
+        "if 'DOWNLOAD_HANDLERS' in settings:\n"
+        "    settings['DOWNLOAD_HANDLERS'] = json.loads(settings['DOWNLOAD_HANDLERS'])\n"
         "process = CrawlerProcess(settings)\n"
         "crawler = process.create_crawler(Pages)\n"
         "process.crawl(crawler, base=sys.argv[3], pages=sys.argv[4])\n"
@@ -458,13 +459,19 @@ def main(argv: list[str] | None = None) -> int:
     notes = [
         f"Command: `{common.command_line()}`",
         f"Machine: {machine}; load average at the end {end_load}",
-        f"Medians over {rounds} interleaved rounds (Scrapy: {max(2, rounds - 2)}); requests and httpx in this "
-        f"process on CPU {SERVER_CPU} with nginx (one worker, no access log), sequential keep-alive GETs of "
-        f"/2b; Locust ({LOCUST_USERS} users, one process, {seconds:g} s per run) and Scrapy ({SCRAPY_PAGES} "
-        f"pages of 2 KiB, {SCRAPY_CONCURRENCY} in flight, asyncio reactor) as child processes on CPU "
-        f"{CHILD_CPU}. Ratios: the stock engine's time over fastnet's, or fastnet's rate over the stock "
-        f"engine's; CPU ratios the same for CPU time per request (client and nginx for the in-process "
-        f"pairs, the child process alone for Locust and Scrapy). Took {time.monotonic() - started:.0f} s.",
+        " ".join(
+            [
+                f"Medians over {rounds} interleaved rounds (Scrapy: {max(2, rounds - 2)}).",
+                f"requests and httpx in this process on CPU {SERVER_CPU} with nginx (one worker, no access",
+                "log), sequential keep-alive GETs of /2b;",
+                f"Locust ({LOCUST_USERS} users, one process, {seconds:g} s per run) and Scrapy",
+                f"({SCRAPY_PAGES} pages of 2 KiB, {SCRAPY_CONCURRENCY} in flight, asyncio reactor) as child",
+                f"processes on CPU {CHILD_CPU}. Ratios: the stock engine's time over fastnet's, or fastnet's",
+                "rate over the stock engine's; CPU ratios the same for CPU time per request (client and",
+                "nginx for the in-process pairs, the child process alone for Locust and Scrapy).",
+                f"Took {time.monotonic() - started:.0f} s.",
+            ]
+        ),
     ]
     out += "\n\n" + "\n\n".join(notes)
     print(out)
