@@ -4,7 +4,9 @@ Pairs, one run, interleaved within every round (rotating who goes first), median
 
 * ``requests``: a ``requests.Session`` with ``FastnetAdapter`` mounted, against a stock Session; sequential
   keep-alive GETs of a 2-byte body (``/2b``); µs per request (wall) and CPU µs per request (this process
-  plus nginx, from schedstat, which other jobs on the machine barely move).
+  plus nginx, from schedstat, which other jobs on the machine barely move). In the same rounds,
+  ``fastnet.contrib.requests.Session`` (the adapter, and the proxy environment read once per host instead
+  of on every request: requests' own scan of the environment is a large part of its per-request cost).
 * ``httpx``: ``httpx.Client(transport=FastnetTransport())`` against ``httpx.Client()``, the same workload.
 * ``httpx-async``: ``httpx.AsyncClient(transport=AsyncFastnetTransport())`` against ``httpx.AsyncClient()``,
   sequential awaits on one event loop (the default loop).
@@ -65,6 +67,10 @@ PAIRS: dict[str, tuple[str, str, float, str]] = {
     "scrapy": ("FastnetDownloadHandler", "HTTP11DownloadHandler", 1.3, "pages/s"),
 }
 TARGETS = {name: spec[2] for name, spec in PAIRS.items()}
+#: More engines measured in a pair's rounds, each against the same stock figure: pair -> [(name, engine)]
+VARIANTS: dict[str, list[tuple[str, str]]] = {
+    "requests": [("fastnet.contrib.requests.Session", "session")],
+}
 
 
 def _check(status: int, body: bytes) -> None:
@@ -75,11 +81,16 @@ def _check(status: int, body: bytes) -> None:
 # --------------------------------------------------------------------------- in-process pairs
 
 
-def _requests_runner(url: str, fastnet_engine: bool) -> tuple[Callable[[int], float], Callable[[], None]]:
+def _requests_runner(url: str, fastnet_engine: Any) -> tuple[Callable[[int], float], Callable[[], None]]:
     import requests
 
-    session = requests.Session()
-    if fastnet_engine:
+    if fastnet_engine == "session":
+        from fastnet.contrib.requests import Session
+
+        session: Any = Session()
+    else:
+        session = requests.Session()
+    if fastnet_engine is True:
         from fastnet.contrib.requests import FastnetAdapter
 
         adapter = FastnetAdapter()
@@ -158,7 +169,8 @@ def _in_process(pair: str, url: str, rounds: int, target_s: float, server_pids: 
     runners: dict[str, Callable[[int], float]] = {}
     closers = []
     errors: dict[str, str] = {}
-    for name, engine in ((fastnet_name, True), (stock_name, False)):
+    engines: list[tuple[str, Any]] = [(fastnet_name, True), (stock_name, False), *VARIANTS.get(pair, [])]
+    for name, engine in engines:
         try:
             run, close = _IN_PROCESS[pair](url, engine)
         except Exception as exc:  # noqa: BLE001 - report and go on
@@ -177,7 +189,7 @@ def _in_process(pair: str, url: str, rounds: int, target_s: float, server_pids: 
             except Exception:  # noqa: BLE001
                 pass
     out: dict[str, Any] = {}
-    for name in (fastnet_name, stock_name):
+    for name, _engine in engines:
         t = timings.get(name)
         if t is None or t.error or t.median is None:
             out[name] = {"error": errors.get(name) or (t.error if t else "not run")}
@@ -413,6 +425,26 @@ def _table(results: dict[str, dict[str, Any]]) -> str:
                 f"{target}× ({met})",
             ]
         )
+        for variant, _engine in VARIANTS.get(pair, []):
+            v = got.get(variant, {})
+            if "error" in v or not v:
+                rows.append(
+                    [f"{pair} ({variant})", v.get("error", "-"), "(the same)", "-", "-", f"{target}×"]
+                )
+                continue
+            ratio = s["wall"] / v["wall"]
+            cpu_ratio = s["cpu"] / v["cpu"] if v.get("cpu") and s.get("cpu") else None
+            met = "met" if ratio >= target else "missed"
+            rows.append(
+                [
+                    f"{pair} ({variant})",
+                    f"{variant}: {_us(v['wall'])} µs ({_us(v['cpu'])} µs CPU)",
+                    "(the same)",
+                    f"**{ratio:.2f}×**",
+                    "-" if cpu_ratio is None else f"{cpu_ratio:.2f}×",
+                    f"{target}× ({met})",
+                ]
+            )
     return common.markdown_table(header, rows)
 
 

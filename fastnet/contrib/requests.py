@@ -7,6 +7,7 @@
 >>> session.mount("http://", adapter)
 >>> session.mount("https://", adapter)
 >>> session.get("http://127.0.0.1:8080/", timeout=(3, 10)).text
+>>> session = fastnet.contrib.requests.Session()   # the same, reading the proxy environment once
 
 Theory of operation
 -------------------
@@ -59,6 +60,7 @@ import urllib3
 import urllib3.exceptions as u3ex
 from requests.adapters import BaseAdapter
 from requests.models import PreparedRequest, Response
+from requests.sessions import merge_setting
 from requests.structures import CaseInsensitiveDict
 from requests.utils import get_encoding_from_headers, prepend_scheme_if_needed, select_proxy
 from urllib3.response import BytesQueueBuffer
@@ -66,7 +68,7 @@ from urllib3.response import BytesQueueBuffer
 import fastnet
 from fastnet._internal.connection.tls import build_ssl_context
 
-__all__ = ["FastnetAdapter", "WriteTimeout"]
+__all__ = ["FastnetAdapter", "Session", "WriteTimeout"]
 
 _MAX_SIBLINGS = 256
 _IDENTITY = ("Accept-Encoding", "identity")
@@ -264,6 +266,55 @@ class FastnetAdapter(BaseAdapter):
             sibling.close()
         if self._own:
             self._base.close()
+
+
+class Session(requests.Session):
+    """A ``requests.Session`` with a ``FastnetAdapter`` mounted for ``http://`` and ``https://`` that reads
+    the proxy environment once per host (as ``fastnet.Client`` reads it once), not on every request.
+
+    >>> session = fastnet.contrib.requests.Session()      # instead of requests.Session()
+
+    A stock session scans the whole environment for ``*_proxy`` variables (several times) on every
+    request when ``trust_env`` is on, the default: with a few dozen variables that costs more than the
+    exchange itself. This one keeps what ``requests.utils.get_environ_proxies`` said for each scheme and
+    host (and ``no_proxy``), and ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` as they were when it was made;
+    everything else is ``requests.Session``'s.
+    """
+
+    def __init__(self, adapter: FastnetAdapter | None = None) -> None:
+        super().__init__()
+        self.fastnet_adapter = adapter if adapter is not None else FastnetAdapter()
+        self.mount("http://", self.fastnet_adapter)
+        self.mount("https://", self.fastnet_adapter)
+        self._environ_proxies: dict[tuple[str, str | None], dict[str, str]] = {}
+        self._ca_bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+
+    def merge_environment_settings(
+        self, url: str, proxies: Any, stream: Any, verify: Any, cert: Any
+    ) -> dict[str, Any]:
+        if not self.trust_env:
+            return super().merge_environment_settings(url, proxies, stream, verify, cert)
+        no_proxy = proxies.get("no_proxy") if proxies is not None else None
+        start = url.find("//") + 2
+        end = url.find("/", start)
+        key = (url if end < 0 else url[:end], no_proxy)
+        env_proxies = self._environ_proxies.get(key)
+        if env_proxies is None:
+            env_proxies = requests.utils.get_environ_proxies(url, no_proxy=no_proxy)
+            if len(self._environ_proxies) >= 4096:
+                self._environ_proxies.clear()
+            self._environ_proxies[key] = env_proxies
+        if proxies is not None:
+            for name, value in env_proxies.items():
+                proxies.setdefault(name, value)
+        if verify is True or verify is None:
+            verify = self._ca_bundle or verify
+        return {
+            "proxies": merge_setting(proxies, self.proxies),
+            "stream": merge_setting(stream, self.stream),
+            "verify": merge_setting(verify, self.verify),
+            "cert": merge_setting(cert, self.cert),
+        }
 
 
 # ------------------------------------------------------------------------------------------- request

@@ -322,3 +322,22 @@ def test_no_request_leaves_a_connection_in_use(fast_session: Any, servers: Serve
         if case.target.startswith("mock") and servers.skip_reason(case) is None:
             run_case(fast_session, case, servers)
     assert_pool_idle(fast_session)
+
+
+def test_session_reads_the_proxy_environment_once_per_host(testbed: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastnet.contrib.requests import Session
+
+    squid = f"http://{testbed.squid_open[0]}:{testbed.squid_open[1]}"
+    monkeypatch.setenv("http_proxy", squid)
+    monkeypatch.setenv("no_proxy", "127.0.0.3")
+    with Session() as session:
+        assert isinstance(session.get_adapter("https://x/"), FastnetAdapter)
+        via_proxy = session.get(testbed.url("/whoami", host="127.0.0.2"), timeout=5)
+        assert "fastnet-squid" in via_proxy.headers.get("Via", "")
+        direct = session.get(testbed.url("/whoami", host="127.0.0.3"), timeout=5)
+        assert "Via" not in direct.headers  # no_proxy
+        monkeypatch.delenv("http_proxy")
+        again = session.get(testbed.url("/whoami", host="127.0.0.2"), timeout=5)
+        assert "fastnet-squid" in again.headers.get("Via", "")  # what it read the first time
+        session.trust_env = False
+        assert "Via" not in session.get(testbed.url("/whoami", host="127.0.0.2"), timeout=5).headers
