@@ -200,7 +200,16 @@ class Nginx(_Daemon):
 
     name = "nginx"
 
-    def __init__(self, hosts: Sequence[str] = ("127.0.0.1",), port: int | None = None) -> None:
+    def __init__(
+        self,
+        hosts: Sequence[str] = ("127.0.0.1",),
+        port: int | None = None,
+        *,
+        files: dict[str, bytes] | None = None,
+        locations: str = "",
+    ) -> None:
+        """``files`` adds static files (name -> content) beside ``1m.bin``; ``locations`` adds config
+        lines to the server block (e.g. a ``stub_status`` location)."""
         super().__init__()
         self.hosts = list(hosts)
         self.port = port or free_port(self.hosts)
@@ -209,6 +218,8 @@ class Nginx(_Daemon):
         www = d / "www"
         www.mkdir()
         (www / "1m.bin").write_bytes(os.urandom(ONE_MIB))
+        for name, content in (files or {}).items():
+            (www / name).write_bytes(content)
         for sub in ("logs", "tmp"):
             (d / sub).mkdir()
         listens = "\n".join(
@@ -239,11 +250,12 @@ http {{
 {_H40}
             return 200 "ok";
         }}
+{locations}
     }}
 }}
 """)
         if os.geteuid() == 0:
-            for path in (d, www, www / "1m.bin"):
+            for path in (d, www, *www.iterdir()):
                 os.chmod(path, 0o755 if path.is_dir() else 0o644)
         self._spawn(["nginx", "-p", str(d), "-c", str(d / "nginx.conf"), "-e", str(d / "logs/error.log")])
         try:

@@ -27,7 +27,8 @@ class Timings:
     Durations: ``queue`` (waiting in the dispatcher), ``dns``, ``connect`` (TCP, SOCKS and CONNECT
     tunnel), ``tls``, ``request_write``, ``time_to_first_byte`` (from the end of the request to the first
     byte of the response), ``body_read`` (from the first byte to the end of the body) and ``total`` (from
-    the start of the call, queue excluded, to the end of the body, or to now while it streams).
+    the start of the call, queue excluded, to the end of the body, or to now while it streams). A body
+    closed early or cut off ends where it was given up.
 
     Points in time since the call started, as curl's ``-w`` has them: ``name_lookup``, ``connected``,
     ``tls_done``, ``request_sent``, ``first_byte``. ``reused`` says whether the connection had carried

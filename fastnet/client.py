@@ -545,7 +545,10 @@ class Client(ClientBase):
         a crawler can feed it from a generator. At most ``max_in_flight`` requests run or wait to be
         yielded at a time, so memory stays bounded; each response's body is read before it is yielded.
         With ``ordered=True`` results come in input order. Failures are yielded (an exception in place
-        of the response), not raised. Breaking out of the loop cancels what is in flight.
+        of the response), not raised. Breaking out of the loop cancels what is in flight. For more than
+        32 in flight, give the client a pool that keeps as many idle connections
+        (``ConnectionPool(max_idle_connections=64)`` for 64), or those past the pool's 32 are closed and
+        opened again.
 
         >>> for url, result in client.map(urls, max_in_flight=64):
         ...     if isinstance(result, Exception): log.warning("%s failed: %s", url, result)

@@ -26,7 +26,11 @@ from fastnet._internal.connection.pool import RealConnectionPool
 if TYPE_CHECKING:
     from fastnet._internal.connection.async_pool import AsyncConnectionPool
 
-__all__ = ["ConnectionPool"]
+__all__ = ["DEFAULT_MAX_IDLE", "ConnectionPool"]
+
+#: Idle connections a pool keeps by default (OkHttp keeps 5): as many as ``map`` runs at once by default,
+#: so a crawler or a load test at that width reuses its connections instead of reconnecting.
+DEFAULT_MAX_IDLE = 32
 
 
 class ConnectionPool:
@@ -35,7 +39,7 @@ class ConnectionPool:
 
     def __init__(
         self,
-        max_idle_connections: int = 5,
+        max_idle_connections: int = DEFAULT_MAX_IDLE,
         keep_alive: float = 300.0,
         max_connections_per_host: int | None = None,
     ) -> None:

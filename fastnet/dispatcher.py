@@ -6,16 +6,26 @@ Theory of operation
 ``call.enqueue()`` hands a call to its client's dispatcher, which keeps two collections under one lock:
 the *ready* queue (FIFO) and the *running* calls with a count per host. Promotion walks the ready queue
 in order; it stops when ``max_requests`` calls are running, and it skips (but keeps, in order) a call
-whose host is at ``max_requests_per_host``. A promoted call runs on the executor's thread; when it
-finishes, its slot frees and promotion runs again. Raising a limit promotes at once. The host is the
-request URL's host name as the call started (port and scheme ignored; redirects do not change it).
+whose host is at ``max_requests_per_host``. Every change of that state (a call enqueued, a call
+finished, a limit changed) promotes in the same critical section, so between two changes every waiting
+call is blocked by a limit, and a new call that finds room may start at once without passing anyone
+who could have started. The submits to the executor happen after the lock is released. A promoted call
+runs on the executor's thread; when it finishes, its slot frees and promotion runs again. Raising a
+limit promotes at once. The host is the request URL's host name as the call started (port and scheme
+ignored; redirects do not change it).
 
 Calls run with ``execute()`` are never queued and not counted: they run on the caller's thread.
 
-A call that has to wait reports ``dispatcher_queue_start`` when it is enqueued and
-``dispatcher_queue_end`` when it starts; its ``call_timeout`` starts then (the wait is not part of the
-call), and ``response.timings.queue`` is how long it waited. ``idle_callback`` runs whenever the last
-running call finishes and none is waiting.
+A call that has to wait reports ``dispatcher_queue_start`` before it joins the ready queue (so no other
+thread can start it, and report ``dispatcher_queue_end``, before that) and ``dispatcher_queue_end``
+when it starts or is failed unstarted; its ``call_timeout`` starts when it runs (the wait is not part
+of the call), and ``response.timings.queue`` is how long it waited. ``idle_callback`` runs whenever the
+last running call finishes (after its callback) and none is waiting.
+
+The future of an enqueued call resolves after the callback returned. ``future.cancel()`` of a call that
+has not started cancels the call (its callback still hears ``on_failure``); once the call runs, its
+future cannot be canceled, as any ``concurrent.futures`` future: ``call.cancel()`` stops it. A callback
+that raises is logged and changes nothing else.
 
 The default executor is a pool of daemon threads made on demand (one per running call at most, so it
 is sized for waiting on I/O, not for CPUs) whose idle threads end after a minute.
@@ -33,7 +43,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, InvalidStateError
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fastnet._internal.clock import monotonic
@@ -59,7 +69,7 @@ class Callback(Protocol):
 class _AsyncCall:
     """An enqueued call: its future, its callback, its host, and when it was enqueued."""
 
-    __slots__ = ("call", "future", "callback", "stream", "host", "enqueued_at", "waited")
+    __slots__ = ("call", "future", "callback", "stream", "host", "enqueued_at", "waited", "thread")
 
     def __init__(self, call: RealCall, callback: Callback | None, stream: bool) -> None:
         self.call = call
@@ -69,6 +79,27 @@ class _AsyncCall:
         self.host = call.request.url.host
         self.enqueued_at = monotonic()
         self.waited = False  # it could not start when enqueued: dispatcher_queue_start was reported
+        self.thread = 0  # the ident of the thread running it, once it runs
+
+
+def _cancel_call_with_future(call: RealCall) -> Callable[[Future[Response]], None]:
+    def done(future: Future[Response]) -> None:
+        if future.cancelled():
+            # concurrent.futures.wait() and as_completed() count a canceled future as done only once
+            # the executor side has been told (CANCELLED_AND_NOTIFIED): this is that side
+            _mark_running(future)
+            call.cancel()
+
+    return done
+
+
+def _mark_running(future: Future[Response]) -> bool:
+    """``set_running_or_notify_cancel()``, once, whichever of two threads gets there first; False when
+    the future was canceled."""
+    try:
+        return future.set_running_or_notify_cancel()
+    except RuntimeError:  # canceled, and the other thread already notified the waiters
+        return False
 
 
 class Dispatcher:
@@ -84,10 +115,13 @@ class Dispatcher:
         self._executor = executor
         self._own_executor: _ThreadPool | None = None
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # a running call finished (for shutdown(wait))
         self._ready: deque[_AsyncCall] = deque()
         self._running: dict[_AsyncCall, None] = {}
-        self._per_host: dict[str, int] = {}
+        self._per_host: dict[str, int] = {}  # running calls per host
+        self._waiting_per_host: dict[str, int] = {}  # calls in the ready queue per host
         self._shut_down = False
+        self._waiting_for_running = 0
         #: Called (with no arguments) whenever the last running call finishes and none is waiting.
         self.idle_callback: Callable[[], object] | None = None
 
@@ -99,8 +133,11 @@ class Dispatcher:
 
     @max_requests.setter
     def max_requests(self, value: int) -> None:
-        self._max_requests = _limit("max_requests", value)
-        self._promote()
+        checked = _limit("max_requests", value)
+        with self._lock:
+            self._max_requests = checked
+            start = self._promote_locked()
+        self._submit_all(start)
 
     @property
     def max_requests_per_host(self) -> int:
@@ -108,8 +145,11 @@ class Dispatcher:
 
     @max_requests_per_host.setter
     def max_requests_per_host(self, value: int) -> None:
-        self._max_per_host = _limit("max_requests_per_host", value)
-        self._promote()
+        checked = _limit("max_requests_per_host", value)
+        with self._lock:
+            self._max_per_host = checked
+            start = self._promote_locked()
+        self._submit_all(start)
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -118,25 +158,32 @@ class Dispatcher:
     ) -> Future[Response]:
         """Queue ``call`` (marked executed by ``call.enqueue()``, which is the way to use this)."""
         job = _AsyncCall(call, callback, stream)
-        events = call.events
+        job.future.add_done_callback(_cancel_call_with_future(call))
         with self._lock:
-            if self._shut_down:
-                shut = True
-            else:
-                shut = False
-                self._ready.append(job)
-                waits = (
-                    len(self._running) >= self._max_requests
-                    or self._per_host.get(job.host, 0) >= self._max_per_host
-                )
+            shut = self._shut_down
+            now = not shut and self._has_room_locked(job.host)
+            if now:
+                self._start_locked(job)
         if shut:
             self._fail_unstarted(job, CanceledError("the dispatcher is shut down", url=call.request.url))
-            return job.future
-        if waits:
+        elif now:
+            self._submit_all([job])
+        else:
+            # it has to wait: say so before it is in the queue, where another thread may start it
             job.waited = True
+            events = call.events
             if events is not None:
                 events.dispatcher_queue_start(call)
-        self._promote()
+            with self._lock:
+                shut = self._shut_down
+                if not shut:
+                    self._ready.append(job)
+                    self._waiting_per_host[job.host] = self._waiting_per_host.get(job.host, 0) + 1
+                    start = self._promote_locked()
+            if shut:
+                self._fail_unstarted(job, CanceledError("the dispatcher is shut down", url=call.request.url))
+            else:
+                self._submit_all(start)
         return job.future
 
     def queued_calls(self) -> list[RealCall]:
@@ -158,8 +205,9 @@ class Dispatcher:
             return len(self._running)
 
     def cancel_all(self) -> None:
-        """Cancel every queued and running call (a queued one fails with ``CanceledError`` when its turn
-        comes, at once)."""
+        """Cancel every queued and running enqueued call. A running one fails at once (its socket is
+        shut down); a queued one keeps its place and fails with ``CanceledError``, without touching the
+        network, when its turn comes."""
         with self._lock:
             jobs = list(self._ready) + list(self._running)
         for job in jobs:
@@ -167,63 +215,114 @@ class Dispatcher:
 
     def shutdown(self, wait: bool = True) -> None:
         """Refuse new calls and fail the queued ones with ``CanceledError``; running calls finish (or
-        ``cancel_all()`` first). With ``wait``, returns once they have."""
+        ``cancel_all()`` first). With ``wait``, returns once they have (a callback that calls this does
+        not wait for its own call)."""
         with self._lock:
             self._shut_down = True
             queued = list(self._ready)
             self._ready.clear()
+            self._waiting_per_host.clear()
         for job in queued:
             job.call.cancel()
             self._fail_unstarted(job, CanceledError("the dispatcher was shut down", url=job.call.request.url))
         if wait:
+            me = threading.get_ident()
             with self._lock:
-                running = list(self._running)
-            for job in running:
+                self._waiting_for_running += 1
                 try:
-                    job.future.exception()
-                except BaseException:  # noqa: BLE001 - only waiting here
-                    pass
+                    while any(job.thread != me for job in self._running):
+                        self._changed.wait()
+                finally:
+                    self._waiting_for_running -= 1
         pool = self._own_executor
         if pool is not None:
             pool.shutdown()
 
     # -- machinery ------------------------------------------------------------------------------
 
-    def _promote(self) -> None:
-        """Start what may start now (FIFO, skipping hosts at their limit); the submits happen unlocked."""
-        start: list[_AsyncCall] = []
-        with self._lock:
-            if self._shut_down:
-                return
-            ready = self._ready
-            if ready:
-                kept: deque[_AsyncCall] = deque()
-                while ready:
-                    if len(self._running) >= self._max_requests:
-                        kept.extend(ready)
-                        ready.clear()
-                        break
-                    job = ready.popleft()
-                    count = self._per_host.get(job.host, 0)
-                    if count >= self._max_per_host:
-                        kept.append(job)
-                        continue
-                    self._per_host[job.host] = count + 1
-                    self._running[job] = None
-                    start.append(job)
-                self._ready = kept
-        for job in start:
-            self._submit(job)
+    def _has_room_locked(self, host: str) -> bool:
+        return len(self._running) < self._max_requests and self._per_host.get(host, 0) < self._max_per_host
 
-    def _submit(self, job: _AsyncCall) -> None:
-        executor = self._executor or self._default_executor()
-        try:
-            executor.submit(self._run, job)
-        except RuntimeError as exc:  # the executor was shut down
-            self._finished(job)
-            error = CanceledError("executor rejected the call", url=job.call.request.url)
-            error.__cause__ = exc
-            self._deliver(job, None, error)
+    def _start_locked(self, job: _AsyncCall) -> None:
+        self._per_host[job.host] = self._per_host.get(job.host, 0) + 1
+        self._running[job] = None
+
+    def _release_locked(self, job: _AsyncCall) -> None:
+        if job not in self._running:  # never started, or already released
+            return
+        del self._running[job]
+        count = self._per_host.get(job.host, 0) - 1
+        if count > 0:
+            self._per_host[job.host] = count
+        else:
+            self._per_host.pop(job.host, None)
+        if self._waiting_for_running:
+            self._changed.notify_all()
+
+    def _promote_locked(self) -> list[_AsyncCall]:
+        """Move what may start now to running (FIFO, skipping hosts at their limit); the caller submits.
+
+        O(calls started + calls passed over): it returns at once when ``max_requests`` run, and stops
+        as soon as every host with a waiting call is at its limit (so 10,000 calls waiting for one
+        host cost nothing per promotion); the calls passed over go back to the front, in order."""
+        ready = self._ready
+        running = self._running
+        max_requests = self._max_requests
+        if self._shut_down or not ready or len(running) >= max_requests:
+            return []
+        per_host = self._per_host
+        max_per_host = self._max_per_host
+        waiting = self._waiting_per_host
+        start: list[_AsyncCall] = []
+        passed: list[_AsyncCall] = []
+        full: set[str] = set()
+        while ready and len(running) < max_requests:
+            host = ready[0].host
+            if per_host.get(host, 0) >= max_per_host:
+                full.add(host)
+                if len(full) == len(waiting):  # every host with a waiting call is at its limit
+                    break
+                passed.append(ready.popleft())
+                continue
+            job = ready.popleft()
+            left = waiting[host] - 1
+            if left:
+                waiting[host] = left
+            else:
+                del waiting[host]
+            self._start_locked(job)
+            start.append(job)
+        if passed:
+            ready.extendleft(reversed(passed))
+        return start
+
+    def _submit_all(self, jobs: list[_AsyncCall]) -> None:
+        """Hand promoted calls to the executor. A rejected call (a shut-down executor) fails as OkHttp's
+        does and frees its slot, which may promote more: a loop, not recursion, however many wait."""
+        while jobs:
+            rejected: list[tuple[_AsyncCall, BaseException]] = []
+            for job in jobs:
+                try:
+                    executor = self._executor
+                    if executor is None:
+                        self._default_executor().run_soon(self._run, job)
+                    else:
+                        executor.submit(self._run, job)
+                except RuntimeError as exc:  # the executor was shut down
+                    rejected.append((job, exc))
+            if not rejected:
+                return
+            with self._lock:
+                for job, _ in rejected:
+                    self._release_locked(job)
+                jobs = self._promote_locked()
+                idle = not self._running and not self._ready
+            for job, cause in rejected:
+                error = CanceledError("executor rejected the call", url=job.call.request.url)
+                error.__cause__ = cause
+                self._fail_unstarted(job, error)
+            if idle and not jobs:
+                self._run_idle_callback()
 
     def _default_executor(self) -> _ThreadPool:
         pool = self._own_executor
@@ -236,13 +335,18 @@ class Dispatcher:
 
     def _run(self, job: _AsyncCall) -> None:
         call = job.call
+        job.thread = threading.get_ident()
         call.queued = monotonic() - job.enqueued_at
-        events = call.events
-        if job.waited and events is not None:
-            events.dispatcher_queue_end(call)
+        # from here future.cancel() returns False, as for any running future: call.cancel() stops it.
+        # A future canceled while queued canceled its call, which now fails at once (call_start,
+        # call_failed, on_failure), so every enqueued call ends one way only.
+        _mark_running(job.future)
         response: Response | None = None
         error: BaseException | None = None
         try:
+            events = call.events
+            if job.waited and events is not None:
+                events.dispatcher_queue_end(call)
             response = call.run()
             if not job.stream and response._source is not None:
                 try:
@@ -259,40 +363,54 @@ class Dispatcher:
             self._finished(job)
 
     def _deliver(self, job: _AsyncCall, response: Response | None, error: BaseException | None) -> None:
+        """The callback first, then the future (resolved even if the callback raised)."""
         callback = job.callback
-        if callback is not None:
+        failure: BaseException | None = error
+        if response is None and failure is None:
+            failure = CanceledError("no response", url=job.call.request.url)
+        try:
+            if callback is not None:
+                try:
+                    if response is not None:
+                        callback.on_response(job.call, response)
+                    elif failure is not None:
+                        callback.on_failure(job.call, failure)
+                except Exception:  # a callback's own failure must not stop the dispatcher
+                    _log.exception("fastnet: the callback of %r raised", job.call)
+        finally:
+            future = job.future
             try:
                 if response is not None:
-                    callback.on_response(job.call, response)
-                else:
-                    callback.on_failure(job.call, error or CanceledError("no response"))
-            except Exception:  # a callback's own failure must not stop the dispatcher
-                _log.exception("fastnet: the callback of %r raised", job.call)
-        if response is not None:
-            job.future.set_result(response)
-        else:
-            job.future.set_exception(error or CanceledError("no response"))
+                    future.set_result(response)
+                elif failure is not None:
+                    future.set_exception(failure)
+            except InvalidStateError:  # canceled while queued: nobody takes this result
+                if response is not None and callback is None:
+                    response.close()
 
     def _fail_unstarted(self, job: _AsyncCall, error: BaseException) -> None:
         call = job.call
         events = call.events
         if events is not None:
+            if job.waited:
+                events.dispatcher_queue_end(call)
             events.call_start(call)
             events.call_failed(call, error)
         self._deliver(job, None, error)
 
     def _finished(self, job: _AsyncCall) -> None:
         with self._lock:
-            self._running.pop(job, None)
-            count = self._per_host.get(job.host, 0) - 1
-            if count > 0:
-                self._per_host[job.host] = count
-            else:
-                self._per_host.pop(job.host, None)
+            self._release_locked(job)
+            start = self._promote_locked()
             idle = not self._running and not self._ready
-        self._promote()
+        if start:
+            self._submit_all(start)
+        elif idle:
+            self._run_idle_callback()
+
+    def _run_idle_callback(self) -> None:
         callback = self.idle_callback
-        if idle and callback is not None:
+        if callback is not None:
             try:
                 callback()
             except Exception:
@@ -315,7 +433,11 @@ def _limit(name: str, value: object) -> int:
 
 class _ThreadPool(Executor):
     """Daemon threads made on demand, each running one task at a time; idle ones end after a minute.
-    The dispatcher bounds how many tasks run at once, so this never needs a bound of its own."""
+    The dispatcher bounds how many tasks run at once, so this never needs a bound of its own.
+
+    A new thread starts unless the idle threads outnumber the queued tasks; each idle thread counts
+    itself while it waits, so a thread ending on its idle timeout can never leave a task unclaimed.
+    ``run_soon`` is ``submit`` without a Future (the dispatcher keeps its own)."""
 
     def __init__(self, name: str) -> None:
         self._name = name
@@ -330,23 +452,28 @@ class _ThreadPool(Executor):
         future: Future[Any] = Future()
 
         def task() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
             try:
                 future.set_result(fn(*args, **kwargs))
             except BaseException as exc:  # noqa: BLE001 - kept in the future
                 future.set_exception(exc)
 
+        self.run_soon(task)
+        return future
+
+    def run_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on a pool thread; its exceptions are logged."""
         with self._lock:
             if self._shut_down:
                 raise RuntimeError("cannot schedule new calls after shutdown")
-            self._tasks.append((task, ()))
-            if self._idle:
+            self._tasks.append((fn, args))
+            if self._idle >= len(self._tasks):
                 self._wake.notify()
-                self._idle -= 1
-                return future
+                return
             self._count += 1
             number = self._count
         threading.Thread(target=self._work, name=f"{self._name}-{number}", daemon=True).start()
-        return future
 
     def _work(self) -> None:
         while True:
@@ -355,13 +482,17 @@ class _ThreadPool(Executor):
                     if self._shut_down:
                         return
                     self._idle += 1
-                    if not self._wake.wait(_IDLE_THREAD_SECONDS) and not self._tasks:
+                    try:
+                        woke = self._wake.wait(_IDLE_THREAD_SECONDS)
+                    finally:
                         self._idle -= 1
+                    if not woke and not self._tasks:
                         return
-                    if not self._tasks:
-                        continue
-                task, args = self._tasks.popleft()
-            task(*args)
+                fn, args = self._tasks.popleft()
+            try:
+                fn(*args)
+            except BaseException:  # noqa: BLE001 - one task's failure must not end the thread
+                _log.exception("fastnet: a dispatcher task raised")
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._lock:

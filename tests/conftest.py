@@ -37,6 +37,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from async_support import run  # noqa: F401  (fixture: a coroutine on asyncio's loop, then on uvloop)
 from testbed import testbed  # noqa: F401  (session fixture: nginx, squid, dante, unbound, dnsdist)
 
 import fastnet

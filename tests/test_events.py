@@ -7,12 +7,17 @@ appear; IP-literal URLs never reach a resolver.
 
 from __future__ import annotations
 
+import logging
+import re
 import socket
+import threading
+import time
 from typing import Any
 
 import pytest
 from conftest import assert_pool_clean, make_fast_client
 from fakes import FakeDns, RecordingListener
+from holding import HoldingServer
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
@@ -31,6 +36,9 @@ HEAD_AND_CONNECT = [
     "request_headers_start",
     "request_headers_end",
 ]
+
+#: As HEAD_AND_CONNECT, for an IP-literal URL: no DNS.
+HEAD_AND_CONNECT_IP = [name for name in HEAD_AND_CONNECT if not name.startswith("dns_")]
 
 
 def run(server: MockServer, call: Any, **options: Any) -> tuple[list[str], Any]:
@@ -316,3 +324,270 @@ def test_events_server_answers_early_during_an_upload(server: MockServer) -> Non
         "connection_released",
         "call_end",
     ]
+
+
+def test_events_first_route_refused_then_the_next_one_connects(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"ok"))
+    # nothing listens on 127.0.0.2 at the server's port: that route is refused, 127.0.0.1 answers
+    dns = FakeDns({"app.test": ["127.0.0.2", "127.0.0.1"]})
+    listener = RecordingListener()
+    with make_fast_client(event_listener=listener, dns=dns) as client:
+        assert client.get(server.url("/", host="app.test")).content == b"ok"
+    assert listener.names() == [
+        "call_start",
+        "proxy_select_start",
+        "proxy_select_end",
+        "dns_start",
+        "dns_end",
+        "connect_start",
+        "connect_failed",
+        "connect_start",  # the next route at once: no retry decision for a route of the same plan
+        "connect_end",
+        "connection_acquired",
+        "request_headers_start",
+        "request_headers_end",
+        "response_headers_start",
+        "response_headers_end",
+        "follow_up_decision",
+        "response_body_start",
+        "response_body_end",
+        "connection_released",
+        "call_end",
+    ]
+    connects = [
+        (name, args[1].socket_address[0]) for name, args in listener.events if name.startswith("connect_")
+    ]
+    assert connects == [
+        ("connect_start", "127.0.0.2"),
+        ("connect_failed", "127.0.0.2"),
+        ("connect_start", "127.0.0.1"),
+        ("connect_end", "127.0.0.1"),
+    ]
+
+
+def test_events_canceled_while_running() -> None:
+    listener = RecordingListener()
+    with HoldingServer() as held, make_fast_client(event_listener=listener, read_timeout=30) as client:
+        call = client.new_call(fastnet.Request("GET", held.url("/held")))
+        outcome: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                call.execute()
+            except fastnet.FastnetError as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        held.wait_for(1)  # the request is on the wire, its answer held
+        deadline = time.monotonic() + 10
+        while "request_headers_end" not in listener.names() and time.monotonic() < deadline:
+            time.sleep(0.005)  # the server can read the request before the client reports it written
+        call.cancel()
+        thread.join(10)
+        assert len(outcome) == 1 and isinstance(outcome[0], fastnet.CanceledError)
+        assert_pool_clean(client)
+    assert listener.names() == [
+        *HEAD_AND_CONNECT_IP,
+        "canceled",
+        "response_failed",  # the read the cancel cut short
+        "retry_decision",
+        "connection_released",
+        "call_failed",
+    ]
+    retry = [args for name, args in listener.events if name == "retry_decision"]
+    assert retry[0][2] is False
+
+
+def test_events_call_timeout(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, policy=SocketPolicy.NO_RESPONSE))
+    listener = RecordingListener()
+    with make_fast_client(event_listener=listener, call_timeout=0.3) as client:
+        with pytest.raises(fastnet.CallTimeout):
+            client.get(server.url("/"))
+        assert_pool_clean(client)
+    assert listener.names() == [
+        *HEAD_AND_CONNECT_IP,
+        "canceled",  # the watchdog cancels the call at its deadline
+        "response_failed",
+        "retry_decision",
+        "connection_released",
+        "call_failed",
+    ]
+    failed = [args for name, args in listener.events if name == "call_failed"]
+    assert isinstance(failed[0][1], fastnet.CallTimeout)
+
+
+def test_events_enqueued_calls_that_waited_and_that_did_not() -> None:
+    listeners: dict[str, Any] = {}
+
+    def per_call(call: Any) -> Any:
+        listener = listeners[call.request.url.path] = RecordingListener()
+        return listener
+
+    dispatcher = fastnet.Dispatcher(max_requests=1)
+    with HoldingServer() as held:
+        with make_fast_client(event_listener_factory=per_call, dispatcher=dispatcher) as client:
+            first = client.new_call(fastnet.Request("GET", held.url("/first"))).enqueue()
+            second = client.new_call(fastnet.Request("GET", held.url("/second"))).enqueue()
+            held.wait_for(1)
+            assert listeners["/second"].names() == ["dispatcher_queue_start"]  # reported at enqueue
+            held.release_all()
+            assert first.result(10).content == b"/first" and second.result(10).content == b"/second"
+    answer = [
+        "response_headers_start",
+        "response_headers_end",
+        "follow_up_decision",
+        "response_body_start",
+        "response_body_end",
+        "connection_released",
+        "call_end",
+    ]
+    assert listeners["/first"].names() == [*HEAD_AND_CONNECT_IP, *answer]  # no queue events
+    assert listeners["/second"].names() == [
+        "dispatcher_queue_start",
+        "dispatcher_queue_end",
+        "call_start",
+        "connection_acquired",  # the connection the first call gave back
+        "request_headers_start",
+        "request_headers_end",
+        *answer,
+    ]
+
+
+def test_events_queue_events_pair_up_under_churn(server: MockServer) -> None:
+    server.default_response = MockResponse(200, body=b"ok")
+    listeners: list[Any] = []
+    lock = threading.Lock()
+
+    def per_call(call: Any) -> Any:
+        listener = RecordingListener()
+        with lock:
+            listeners.append(listener)
+        return listener
+
+    dispatcher = fastnet.Dispatcher(max_requests=2)
+    with make_fast_client(event_listener_factory=per_call, dispatcher=dispatcher) as client:
+        futures = [client.new_call(fastnet.Request("GET", server.url(f"/{i}"))).enqueue() for i in range(300)]
+        assert all(f.result(20).content == b"ok" for f in futures)
+    waited = 0
+    for listener in listeners:
+        names = listener.names()
+        if names[0] == "dispatcher_queue_start":
+            waited += 1
+            assert names[1:3] == ["dispatcher_queue_end", "call_start"]
+            names = names[2:]
+        assert names[0] == "call_start" and names[-1] == "call_end"
+        assert "dispatcher_queue_start" not in names and "dispatcher_queue_end" not in names
+    assert waited > 0
+
+
+def test_events_queued_call_failed_by_shutdown() -> None:
+    listeners: dict[str, Any] = {}
+
+    def per_call(call: Any) -> Any:
+        listener = listeners[call.request.url.path] = RecordingListener()
+        return listener
+
+    dispatcher = fastnet.Dispatcher(max_requests=1)
+    with HoldingServer() as held:
+        with make_fast_client(event_listener_factory=per_call, dispatcher=dispatcher) as client:
+            running = client.new_call(fastnet.Request("GET", held.url("/running"))).enqueue()
+            queued = client.new_call(fastnet.Request("GET", held.url("/queued"))).enqueue()
+            held.wait_for(1)
+            dispatcher.shutdown(wait=False)
+            assert isinstance(queued.exception(5), fastnet.CanceledError)
+            held.release_all()
+            assert running.result(10).content == b"/running"
+    assert listeners["/queued"].names() == [
+        "dispatcher_queue_start",
+        "canceled",
+        "dispatcher_queue_end",
+        "call_start",
+        "call_failed",
+    ]
+
+
+# -- LoggingEventListener -------------------------------------------------------------------------
+
+LINE = re.compile(r"^ *(\d+\.\d{3}) ms <Call GET [^>]+> (.+)$")
+
+
+def logged(caplog: pytest.LogCaptureFixture) -> list[tuple[float, str]]:
+    """(elapsed ms, the rest) of each fastnet.events record."""
+    out = []
+    for record in caplog.records:
+        if record.name == "fastnet.events":
+            m = LINE.match(record.getMessage())
+            assert m is not None, record.getMessage()
+            out.append((float(m.group(1)), m.group(2)))
+    return out
+
+
+def test_logging_listener_writes_one_line_per_event(
+    server: MockServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.enqueue(MockResponse(200, body=b"abc"), MockResponse(200, body=b"abc", head_delay=0.1))
+    recorded, _ = run(server, lambda c, u: c.get(u))
+    with caplog.at_level(logging.DEBUG, logger="fastnet.events"):
+        with make_fast_client(
+            event_listener=fastnet.LoggingEventListener(), dns=FakeDns({"app.test": ["127.0.0.1"]})
+        ) as client:
+            assert client.get(server.url("/", host="app.test")).content == b"abc"
+    lines = logged(caplog)
+    assert len(lines) == len(recorded)  # one line per event, in the same order
+    for (_, text), name in zip(lines, recorded, strict=True):
+        assert text.startswith(name.replace("_", " ").replace("follow up", "follow-up"))
+    elapsed = [ms for ms, _ in lines]
+    assert elapsed == sorted(elapsed) and elapsed[0] < 50
+    assert elapsed[-1] >= 100  # milliseconds: the server held the head 0.1 s
+    assert all(r.levelno == logging.DEBUG for r in caplog.records if r.name == "fastnet.events")
+    texts = [text for _, text in lines]
+    assert "dns end app.test -> 127.0.0.1" in texts
+    assert "response headers end 200 OK" in texts and "response body end (3 bytes)" in texts
+
+
+def test_logging_listener_times_each_call_from_its_own_start(
+    server: MockServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.enqueue(MockResponse(200, body=b"one"), MockResponse(200, body=b"two"))
+    with caplog.at_level(logging.DEBUG, logger="fastnet.events"):
+        with make_fast_client(event_listener=fastnet.LoggingEventListener()) as client:
+            client.get(server.url("/"))
+            time.sleep(0.2)
+            client.get(server.url("/"))
+    lines = logged(caplog)
+    starts = [ms for ms, text in lines if text == "call start"]
+    assert len(starts) == 2 and starts[1] < 50  # the second call's clock started with it
+
+
+def test_logging_listener_level_logger_and_disabled(
+    server: MockServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.default_response = MockResponse(200, body=b"ok")
+    mine = logging.getLogger("tests.events")
+    with caplog.at_level(logging.INFO, logger="tests.events"):
+        with make_fast_client(event_listener=fastnet.LoggingEventListener(mine, logging.INFO)) as client:
+            client.get(server.url("/"))
+    records = [r for r in caplog.records if r.name == "tests.events"]
+    assert records and all(r.levelno == logging.INFO for r in records)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="fastnet.events"):  # DEBUG lines are off
+        with make_fast_client(event_listener=fastnet.LoggingEventListener()) as client:
+            client.get(server.url("/"))
+    assert [r for r in caplog.records if r.name == "fastnet.events"] == []
+
+
+def test_logging_listener_hides_credentials(server: MockServer, caplog: pytest.LogCaptureFixture) -> None:
+    server.enqueue(MockResponse(302, headers={"Location": "/next"}), MockResponse(200, body=b"ok"))
+    url = server.url("/").replace("http://", "http://user:s3cr3t@")
+    with caplog.at_level(logging.DEBUG, logger="fastnet.events"):
+        with make_fast_client(event_listener=fastnet.LoggingEventListener()) as client:
+            client.get(url)
+    messages = [r.getMessage() for r in caplog.records if r.name == "fastnet.events"]
+    assert messages and not any("s3cr3t" in m for m in messages)
+
+
+def test_logging_listener_covers_every_event() -> None:
+    events = {name for name in vars(fastnet.EventListener) if not name.startswith("_")}
+    assert events <= set(vars(fastnet.LoggingEventListener))

@@ -125,10 +125,15 @@ class RealCall(ConnectionUser):
                 raise self.canceled_error(request)
         except BaseException as exc:
             self.fail(exc)
-            if isinstance(exc, NetworkError):
-                if self.canceled and not isinstance(exc, (CanceledError, CallTimeout, PoolTimeout)):
+            if isinstance(exc, OSError):  # a NetworkError, or a socket call cancel() cut short
+                # a canceled call ends with CanceledError, or CallTimeout when the watchdog canceled it
+                # (the layers below raise CanceledError for both)
+                if self.canceled and not isinstance(
+                    exc, (CallTimeout if self.timed_out else CanceledError, PoolTimeout)
+                ):
                     raise self.canceled_error(request) from exc
-                exc._locate(request.url, None)
+                if isinstance(exc, NetworkError):
+                    exc._locate(request.url, None)
             raise
         self.returned = True
         if response._source is None:
@@ -214,7 +219,10 @@ class RealCall(ConnectionUser):
         if conn is None:
             return
         self.connection = None
-        reusable = self.reusable
+        # Never pool the connection of a canceled call: cancel() sets `canceled` and then reads
+        # `connection`, this sets `connection` and then reads `canceled`, so either cancel() saw None
+        # or this sees the cancel, and a socket cancel() shuts down never reaches another call.
+        reusable = self.reusable and not self.canceled
         self.reusable = False
         if not reusable:
             conn.no_new_exchanges = True

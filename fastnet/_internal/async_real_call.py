@@ -101,10 +101,14 @@ class AsyncRealCall(RealCall):
                 error = self.canceled_error(request)
                 error.__cause__ = exc
             self.fail(error)
-            if isinstance(error, NetworkError):
-                if self.canceled and not isinstance(error, (CanceledError, CallTimeout, PoolTimeout)):
+            if isinstance(error, OSError):  # a NetworkError, or an I/O call cancel() cut short
+                # a canceled call ends with CanceledError, or CallTimeout when its timer canceled it
+                if self.canceled and not isinstance(
+                    error, (CallTimeout if self.timed_out else CanceledError, PoolTimeout)
+                ):
                     raise self.canceled_error(request) from error
-                error._locate(request.url, None)
+                if isinstance(error, NetworkError):
+                    error._locate(request.url, None)
             if error is exc:
                 raise
             raise error from exc

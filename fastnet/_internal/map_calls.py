@@ -10,11 +10,16 @@ and the token comes back only when the consumer has been handed that item's resu
 ``ordered`` mode a slow first request makes the others wait for it rather than pile up.
 
 Leaving the loop early (``break``, an exception, closing the generator) stops cleanly: no new item is
-taken, the calls in flight are canceled, the workers are joined and the results nobody took are closed.
-An exception raised by the input iterator itself is raised in the consumer after the results before it.
+taken, the calls in flight are canceled (an item a worker was taking as the loop ended is canceled
+before it reaches the network), the workers are joined (30 s in all: a worker blocked inside the
+input's own ``next()`` cannot be interrupted) and the results nobody took are closed. An exception
+raised by the input iterator itself is raised in the consumer after the results before it.
 
 The calls run on their own threads, not on the client's dispatcher: ``max_in_flight`` is the one limit
-(use ``max_connections_per_host`` on the pool for politeness per host).
+(use ``max_connections_per_host`` on the pool for politeness per host). The pool keeps at most
+``max_idle_connections`` (32 by default, ``map``'s default width) idle: with more in flight to one host,
+the connections past that are closed as calls end and opened again by the next ones, so a client for a
+wider ``map`` wants ``ConnectionPool(max_idle_connections=max_in_flight)``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +45,7 @@ __all__ = ["MapItem", "map_calls"]
 MapItem = str | URL | Request
 
 _END = object()  # a worker's "the input is exhausted" (or failed) marker
+_JOIN_SECONDS = 30.0  # how long leaving the loop waits, in all, for the workers to end
 
 
 def map_calls(
@@ -91,12 +98,17 @@ class _Run:
             return next(self.counter), item
 
     def _work(self) -> None:
+        try:
+            self._work_items()
+        finally:  # whatever happens, the consumer hears that this worker is done
+            self.out.put((-1, _END, None))
+
+    def _work_items(self) -> None:
         client = self.client
         while True:
             self.tokens.get()
             taken = self._next()
             if taken is None:
-                self.out.put((-1, _END, None))
                 return
             index, item = taken
             outcome: Any
@@ -107,6 +119,9 @@ class _Run:
                 self.out.put((index, item, exc))
                 continue
             with self.calls_lock:
+                if self.stopping:
+                    # _stop() took its list of calls to cancel before this one was registered
+                    call.cancel()
                 self.calls[index] = call
             try:
                 response = call.execute()
@@ -162,16 +177,18 @@ class _Run:
         """Leave cleanly: no new items, cancel what runs, join the workers, close unclaimed responses."""
         if not self.started:
             return
-        with self.items_lock:
-            self.stopping = True
+        # Not under items_lock: a worker may be blocked inside the input's next() holding it. An item
+        # taken after this is canceled when its call is registered (under calls_lock, like this).
         with self.calls_lock:
+            self.stopping = True
             calls = list(self.calls.values())
         for call in calls:
             call.cancel()
         for _ in self.workers:
             self.tokens.put(None)  # wake any worker waiting for a token: it will find stopping set
+        deadline = time.monotonic() + _JOIN_SECONDS
         for worker in self.workers:
-            worker.join(timeout=30)
+            worker.join(timeout=max(0.0, deadline - time.monotonic()))
         leftovers = list(pending.values())
         while True:
             try:

@@ -170,6 +170,19 @@ def test_timeouts_call_timeout_covers_streamed_body(server: MockServer) -> None:
         assert client.connection_pool.connection_count() == 0
 
 
+def test_timeouts_call_timeout_while_resolving_is_a_call_timeout(server: MockServer) -> None:
+    class SlowDns:
+        def lookup(self, host: str) -> list[str]:
+            time.sleep(0.6)  # the watchdog cancels the call meanwhile; the finder sees it next
+            return ["127.0.0.1"]
+
+    with make_fast_client(call_timeout=0.2, dns=SlowDns()) as client:
+        with pytest.raises(fastnet.CallTimeout) as info:
+            client.get(server.url("/", host="app.test"))
+    assert isinstance(info.value, builtins.TimeoutError)
+    assert server.request_count == 0
+
+
 def test_timeouts_call_timeout_not_hit(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"quick"), MockResponse(200, body=b"again"))
     with make_fast_client(call_timeout=0.5) as client:

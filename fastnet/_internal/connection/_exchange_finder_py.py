@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fastnet._internal.clock import monotonic
@@ -56,7 +57,17 @@ if TYPE_CHECKING:
     from fastnet.request import Request
     from fastnet.route import Address, Route
 
-__all__ = ["PROBE_IDLE_AFTER", "ExchangeFinder", "find_connection", "slot_deadline"]
+__all__ = [
+    "PROBE_IDLE_AFTER",
+    "ExchangeFinder",
+    "SelectorEvents",
+    "connect_failure",
+    "connect_reason",
+    "dialed",
+    "find_connection",
+    "slot_deadline",
+    "socks_proxy_ip",
+]
 
 #: An idle connection older than this is probed for a peer close before reuse (one MSG_PEEK recv).
 PROBE_IDLE_AFTER = 1.0
@@ -112,7 +123,7 @@ def slot_deadline(user: ConnectionUser, connect_timeout: float) -> float:
     return deadline if deadline > 0 else 0.0
 
 
-class _EventAdapter:
+class SelectorEvents:
     """Gives the route selector ``events.x(args)`` calls that reach ``listener.x(call, args)``."""
 
     __slots__ = ("call", "listener")
@@ -191,7 +202,7 @@ class ExchangeFinder:
                 dns=connector.dns,
                 fallback_to_direct=connector.fallback_to_direct,
                 happy_eyeballs=connector.happy_eyeballs,
-                events=_EventAdapter(user, user.events) if user.events is not None else None,
+                events=SelectorEvents(user, user.events) if user.events is not None else None,
             )
         return selector
 
@@ -256,11 +267,7 @@ class ExchangeFinder:
                 answer = as_dns(self.connector.dns).lookup(host)
             except UnknownHostError as exc:
                 raise ProxyError(f"cannot resolve SOCKS proxy {proxy}: {exc}", proxy=proxy) from exc
-            if not answer:
-                raise ProxyError(f"cannot resolve SOCKS proxy {proxy}: no addresses", proxy=proxy)
-            first = answer[0]
-            ip = first if isinstance(first, str) else str(first[0] if isinstance(first, tuple) else first)
-            self._proxy_ips[host] = ip
+            ip = self._proxy_ips[host] = socks_proxy_ip(proxy, answer)
         return ip
 
     def _target_of(self, route: Route) -> tuple[str, int]:
@@ -332,7 +339,7 @@ class ExchangeFinder:
                     # would lose its self
                     on_overtaken=lambda route, error: connector.record_overtaken(route, error),
                     on_socket=self._set_connecting,
-                    describe=_dialed,
+                    describe=dialed,
                 )
             except (ConnectError, ConnectTimeout) as exc:
                 if not attempts:
@@ -370,40 +377,7 @@ class ExchangeFinder:
             if http_proxy and proxy.authorization is not None:
                 conn.proxy_authorization = proxy.authorization
             return conn
-        raise self._failure(attempts, selection_errors)
-
-    def _failure(
-        self, attempts: list[tuple[Route, BaseException]], selection_errors: list[NetworkError]
-    ) -> NetworkError:
-        """The error for a finder that ran out of routes: the one failure as it was (a refused TCP connect
-        as one sentence naming what was dialed), or a summary of every attempt."""
-        authority = self.address.url.authority
-        if not attempts and selection_errors:
-            return selection_errors[0]
-        if len(attempts) == 1:
-            route, error = attempts[0]
-            if isinstance(error, NetworkError):
-                if isinstance(error, ConnectError) and not error.attempts:
-                    error.attempts = list(attempts)
-                return error  # a timeout, a handshake, proxy or TLS failure: it names its route
-            failure = ConnectError(
-                f"Failed to connect to {_dialed(route, self._target_of(route))}: {_reason(error)}",
-                attempts=attempts,
-            )
-            failure.__cause__ = error
-            return failure
-        cause = attempts[-1][1] if attempts else None
-        if attempts and all(isinstance(e, ConnectTimeout) for _, e in attempts):
-            message = f"connect to {authority} timed out"
-            message += " [tried " + "; ".join(f"{r}: {e}" for r, e in attempts) + "]"
-            timeout = ConnectTimeout(message, phase="connect")
-            timeout.attempts = list(attempts)  # type: ignore[attr-defined]
-            timeout.__cause__ = cause
-            return timeout
-        detail = f": all {len(attempts)} routes failed" if attempts else ": no route to try"
-        error = ConnectError(f"Failed to connect to {authority}{detail}", attempts=attempts)
-        error.__cause__ = cause
-        return error
+        raise connect_failure(self.address, attempts, selection_errors, self._target_of)
 
     def _establish(self, sock: Any, route: Route, connect_timeout: float, handshake_timeout: float) -> Any:
         """SOCKS handshake or CONNECT tunnel, then TLS to the origin. Closes the socket on failure."""
@@ -502,19 +476,65 @@ class ExchangeFinder:
         return sock
 
 
-def _dialed(route: Route, target: tuple[str, int]) -> str:
+def connect_failure(
+    address: Address,
+    attempts: list[tuple[Route, BaseException]],
+    selection_errors: list[NetworkError],
+    target_of: Callable[[Route], tuple[str, int]],
+) -> NetworkError:
+    """The error for a finder that ran out of routes to ``address``: the one failure as it was (a refused
+    TCP connect as one sentence naming what was dialed, ``target_of(route)``), or a summary of every
+    attempt. Shared by the blocking and the asyncio finder."""
+    authority = address.url.authority
+    if not attempts and selection_errors:
+        return selection_errors[0]
+    if len(attempts) == 1:
+        route, error = attempts[0]
+        if isinstance(error, NetworkError):
+            if isinstance(error, ConnectError) and not error.attempts:
+                error.attempts = list(attempts)
+            return error  # a timeout, a handshake, proxy or TLS failure: it names its route
+        failure = ConnectError(
+            f"Failed to connect to {dialed(route, target_of(route))}: {connect_reason(error)}",
+            attempts=attempts,
+        )
+        failure.__cause__ = error
+        return failure
+    cause = attempts[-1][1] if attempts else None
+    if attempts and all(isinstance(e, ConnectTimeout) for _, e in attempts):
+        message = f"connect to {authority} timed out"
+        message += " [tried " + "; ".join(f"{r}: {e}" for r, e in attempts) + "]"
+        timeout = ConnectTimeout(message, phase="connect")
+        timeout.attempts = list(attempts)  # type: ignore[attr-defined]
+        timeout.__cause__ = cause
+        return timeout
+    detail = f": all {len(attempts)} routes failed" if attempts else ": no route to try"
+    error = ConnectError(f"Failed to connect to {authority}{detail}", attempts=attempts)
+    error.__cause__ = cause
+    return error
+
+
+def socks_proxy_ip(proxy: Proxy, answer: Any) -> str:
+    """The IP to dial for a SOCKS proxy given by name: the first of the client's Dns answer."""
+    if not answer:
+        raise ProxyError(f"cannot resolve SOCKS proxy {proxy}: no addresses", proxy=proxy)
+    first = answer[0]
+    return first if isinstance(first, str) else str(first[0] if isinstance(first, tuple) else first)
+
+
+def dialed(route: Route, target: tuple[str, int]) -> str:
     """What a TCP connect for ``route`` dials, as a message names it: ``93.184.216.34:80``, or
     ``proxy 10.0.0.5:3128`` when it is a proxy (``at <ip>`` added when the proxy was given by name)."""
     proxy = route.proxy
-    dialed = hostport(target[0], target[1])
+    endpoint = hostport(target[0], target[1])
     if proxy.type is ProxyType.DIRECT:
-        return dialed
+        return endpoint
     kind = "SOCKS proxy" if proxy.type is ProxyType.SOCKS else ("HTTPS proxy" if proxy.tls else "proxy")
     name = hostport(str(proxy.host), int(proxy.port or 0))
-    return f"{kind} {name}" if name == dialed else f"{kind} {name} at {dialed}"
+    return f"{kind} {name}" if name == endpoint else f"{kind} {name} at {endpoint}"
 
 
-def _reason(error: BaseException) -> str:
+def connect_reason(error: BaseException) -> str:
     """Why a connect failed, without the errno prefix: ``Connection refused``."""
     if isinstance(error, NetworkError):
         return error.message

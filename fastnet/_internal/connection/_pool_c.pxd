@@ -15,6 +15,7 @@ cdef class RealConnectionPool:
     cdef public Py_ssize_t discards
     cdef public object lock
     cdef public object cond
+    cdef Py_ssize_t sleepers
 
     @cython.locals(stack=list, keep_alive=double, conn=RealConnection, found=RealConnection)
     cpdef RealConnection acquire(self, object address, double now)
@@ -51,6 +52,16 @@ cdef class RealConnectionPool:
 
     @cython.locals(limit=int)
     cpdef bint wait_for_slot(self, object address, double deadline) except -1
+
+    @cython.locals(limit=int)
+    cpdef int slot_state(self, object address) except -1
+
+    @cython.locals(free=Py_ssize_t, conn=RealConnection)
+    cpdef Py_ssize_t room(self, object host) except -1
+
+    @cython.locals(limit=int, count=Py_ssize_t, victim=RealConnection)
+    cpdef bint try_reserve(self, object host) except -1
+    cpdef slot_freed(self, object host)
 
     @cython.locals(wait=double)
     cdef _wait_for_release(self, object host, double deadline)

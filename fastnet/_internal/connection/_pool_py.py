@@ -4,11 +4,12 @@ Theory of operation: ``idle`` maps an Address to a stack of idle connections (th
 on top, so a warm connection stays warm and extras age out; OkHttp hands out the oldest instead);
 ``order`` holds every idle connection in the order it became idle, so the oldest is found in O(1) for
 eviction. ``counts`` counts live connections (idle and in use) per host for
-``max_connections_per_host``. All bookkeeping happens under one lock; the methods collect the
-connections to close and close them after releasing the lock, so no socket I/O ever happens while the
-lock is held. Expired and excess idle connections are evicted whenever the pool is touched (no
-background thread polls sockets), and only the one connection about to be reused is health-checked, by
-the caller.
+``max_connections_per_host``; a freed slot (or a connection gone idle) is announced to ``slot_freed``,
+which wakes the threads waiting for one (``AsyncConnectionPool`` overrides it to wake one asyncio
+waiter). All bookkeeping happens under one lock; the methods collect the connections to close and close
+them after releasing the lock, so no socket I/O ever happens while the lock is held. Expired and excess
+idle connections are evicted whenever the pool is touched (no background thread polls sockets), and only
+the one connection about to be reused is health-checked, by the caller.
 
 ``live`` holds every connection the pool counts, idle or in use, so ``close_all()`` can close them all
 (``client.close()``). A response that is garbage-collected unread hands its connection to
@@ -32,7 +33,22 @@ if TYPE_CHECKING:
     from fastnet._internal.connection.real_connection import RealConnection
     from fastnet.route import Address
 
-__all__ = ["RealConnectionPool"]
+__all__ = ["SLOT_IDLE", "SLOT_ROOM", "SLOT_WAIT", "RealConnectionPool", "pool_timeout"]
+
+#: What ``slot_state`` says about an address under a per-host limit: an idle connection to it is there
+#: (acquire it), the host has room for a new connection, or every slot is in use (wait).
+SLOT_IDLE = 0
+SLOT_ROOM = 1
+SLOT_WAIT = 2
+
+
+def pool_timeout(host: str, limit: int) -> PoolTimeout:
+    """The error of a call that waited for a connection slot to ``host`` until its deadline."""
+    return PoolTimeout(
+        f"no connection to {host} became free in time: all {limit} allowed "
+        f"(max_connections_per_host) are in use",
+        phase="connect",
+    )
 
 
 class RealConnectionPool:
@@ -50,6 +66,7 @@ class RealConnectionPool:
         "discards",
         "lock",
         "cond",
+        "sleepers",
     )
     max_idle: int
     keep_alive: float
@@ -62,6 +79,7 @@ class RealConnectionPool:
     discards: int  # how many ``abandoned`` holds (an int test on the hot path, not a deque's)
     lock: threading.Lock
     cond: threading.Condition
+    sleepers: int  # threads waiting on ``cond``: nobody to notify when there are none
 
     def __init__(self, max_idle: int, keep_alive: float, max_per_host: int) -> None:
         self.max_idle = max_idle
@@ -75,6 +93,7 @@ class RealConnectionPool:
         self.discards = 0
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
+        self.sleepers = 0
 
     def acquire(self, address: Address, now: float) -> RealConnection | None:
         """Take the most recently used idle connection for ``address``, or None (``now`` is
@@ -145,17 +164,71 @@ class RealConnectionPool:
                     return False
                 self._wait_for_release(host, deadline)
 
+    def slot_state(self, address: Address) -> int:
+        """``wait_for_slot``'s question asked once, without waiting: ``SLOT_IDLE`` (``address`` has an
+        idle connection), ``SLOT_ROOM`` (the host has room, or an idle connection to another address of
+        it that a new one may replace) or ``SLOT_WAIT``. For a pool whose callers wait elsewhere (asyncio)."""
+        limit = self.max_per_host
+        host = address.host
+        with self.lock:
+            self._settle()
+            if self.idle.get(address):
+                return SLOT_IDLE
+            if limit <= 0 or self.counts.get(host, 0) < limit or self._idle_victim(host) is not None:
+                return SLOT_ROOM
+            return SLOT_WAIT
+
+    def room(self, host: str) -> int:
+        """How many calls could get a connection to ``host`` now without waiting, under a per-host limit:
+        its free slots plus its idle connections (each one reused, or replaced by a new connection)."""
+        with self.lock:
+            self._settle()
+            free = self.max_per_host - self.counts.get(host, 0)
+            for conn in self.order:
+                if conn.address.host == host:
+                    free += 1
+            return free
+
+    def try_reserve(self, host: str) -> bool:
+        """``reserve`` without waiting: count a connection about to be opened to ``host`` and return True,
+        or return False while every slot of the host is in use. An idle connection to the host is closed
+        to make room, as ``reserve`` does; its slot goes to the new connection."""
+        limit = self.max_per_host
+        victim = None
+        with self.lock:
+            self._settle()
+            count = self.counts.get(host, 0)
+            if limit > 0 and count >= limit:
+                victim = self._idle_victim(host)
+                if victim is None:
+                    return False
+                self._remove_idle(victim)
+                victim.pool = None
+                del self.live[victim]  # the count stays: the slot passes to the new connection
+            else:
+                self.counts[host] = count + 1
+        if victim is not None:
+            victim.close()
+        return True
+
+    def slot_freed(self, host: str) -> None:
+        """Under the lock, with a per-host limit: a slot of ``host`` was freed, or a connection to it went
+        idle. Wakes the threads waiting in ``reserve`` or ``wait_for_slot``; an asyncio pool overrides it
+        to wake its first waiter instead."""
+        if self.sleepers:
+            self.cond.notify_all()
+
     def _wait_for_release(self, host: str, deadline: float) -> None:
         """Under the lock: wait (at most 0.5 s at a time) for a connection to ``host`` to be released;
         ``PoolTimeout`` once ``deadline`` (0: none) has passed."""
         wait = 3600.0 if deadline <= 0 else deadline - time.monotonic()
         if wait <= 0:
-            raise PoolTimeout(
-                f"no connection to {host} became free in time: all {self.max_per_host} allowed "
-                f"(max_connections_per_host) are in use",
-                phase="connect",
-            )
-        self.cond.wait(min(wait, 0.5))
+            raise pool_timeout(host, self.max_per_host)
+        self.sleepers += 1
+        try:
+            self.cond.wait(min(wait, 0.5))
+        finally:
+            self.sleepers -= 1
 
     def unreserve(self, host: str) -> None:
         with self.cond:
@@ -202,11 +275,11 @@ class RealConnectionPool:
                 self.order[conn] = None
                 if len(self.order) > self.max_idle or now - next(iter(self.order)).idle_at >= self.keep_alive:
                     to_close = self._evict(now)
+                if self.max_per_host > 0:
+                    self.slot_freed(address.host)  # an idle connection to reuse (or to replace)
             else:
-                self._forget(conn)
+                self._forget(conn)  # frees its slot (slot_freed)
                 to_close = [conn]
-            if self.max_per_host > 0:
-                self.cond.notify_all()
         finally:
             lock.release()
         if to_close:
@@ -258,7 +331,7 @@ class RealConnectionPool:
         else:
             self.counts.pop(host, None)
         if self.max_per_host > 0:
-            self.cond.notify_all()
+            self.slot_freed(host)
 
     def evict_all(self) -> int:
         """Close every idle connection; returns how many were closed."""

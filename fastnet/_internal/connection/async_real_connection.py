@@ -43,6 +43,8 @@ __all__ = ["READ_HIGH_WATER", "AsyncRealConnection", "new_async_connection"]
 
 #: Bytes the parser may hold that no exchange asked for before the transport stops reading.
 READ_HIGH_WATER = 1 << 20
+#: asyncio's own TLS handshake timeout, set out of the way: ``start_tls`` bounds the handshake itself.
+_NO_HANDSHAKE_LIMIT = 365 * 86400.0
 
 
 class _Protocol(asyncio.BufferedProtocol):
@@ -242,8 +244,13 @@ class AsyncRealConnection(RealConnection):
     # -- before HTTP: handshakes and TLS --------------------------------------------------------
 
     def raw_mode(self, on: bool) -> None:
-        """Send what arrives to ``recv()`` (SOCKS, CONNECT) instead of the HTTP parser."""
+        """Send what arrives to ``recv()`` (SOCKS, CONNECT) instead of the HTTP parser. Bytes received in
+        raw mode that no handshake took are the origin's: turning raw mode off hands them to the parser."""
+        raw = self.raw
         self.raw = bytearray() if on else None
+        if not on and raw:
+            self.parser.feed(bytes(raw))
+            self.arrived += len(raw)
 
     async def recv(self, timeout: float) -> bytes:
         """In raw mode: the bytes received so far, waiting at most ``timeout`` s for some; b"" at EOF."""
@@ -259,21 +266,57 @@ class AsyncRealConnection(RealConnection):
         raw.clear()
         return data
 
+    def unread(self, data: bytes) -> None:
+        """In raw mode: give back bytes ``recv()`` returned that a handshake did not consume."""
+        raw = self.raw
+        assert raw is not None, "unread() is for raw mode"
+        raw[:0] = data
+
     async def start_tls(self, context: ssl.SSLContext, server_hostname: str, timeout: float) -> None:
-        """TLS over the current transport (a plain one, or TLS to a proxy: TLS inside TLS)."""
-        transport = await self.loop.start_tls(
-            self.transport,
-            self.protocol,
-            context,
-            server_hostname=server_hostname,
-            ssl_handshake_timeout=timeout if timeout > 0 else None,
-        )
-        if transport is None:
-            raise ConnectionAbortedError("the connection closed during the TLS handshake")
-        self.transport = transport
+        """TLS over the current transport (a plain one, or TLS to a proxy: TLS inside TLS), the handshake
+        bounded by ``timeout`` s (0: none): ``TimeoutError`` when it takes longer, as a blocking socket's
+        timeout would (asyncio's own handshake timeout raises ``ConnectionAbortedError``)."""
+        if self.raw:
+            raise ConnectionError(f"{len(self.raw)} bytes arrived before the TLS handshake started")
+        if self.eof:
+            raise self._lost_error()
+        transport = self.transport
+        loop = self.loop
+        timer = loop.call_later(timeout, self._handshake_expired, transport) if timeout > 0 else None
+        try:
+            tls = await loop.start_tls(
+                transport,
+                self.protocol,
+                context,
+                server_hostname=server_hostname,
+                ssl_handshake_timeout=_NO_HANDSHAKE_LIMIT,
+            )
+        except TypeError as exc:
+            if not self.is_tls:
+                raise
+            # asyncio's loop before Python 3.11 cannot start TLS over a TLS transport (uvloop can)
+            raise ConnectionError(f"this event loop cannot run TLS inside TLS ({exc})") from exc
+        except BaseException as exc:
+            if self.error is not None and exc is not self.error and isinstance(exc, OSError):
+                raise self._lost_error() from exc  # the timer or shutdown() ended it: say why
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if tls is None or tls.is_closing() or self.error is not None:
+            # aborted during the handshake (shutdown(), the timer): the loop may still hand back a transport
+            if tls is not None:
+                tls.abort()
+            raise self._lost_error()
+        self.transport = tls
         self.is_tls = True
-        ssl_object = transport.get_extra_info("ssl_object")
+        ssl_object = tls.get_extra_info("ssl_object")
         self.tls_version = ssl_object.version() if ssl_object is not None else None
+
+    def _handshake_expired(self, transport: Any) -> None:
+        if self.error is None:
+            self.error = TimeoutError("the TLS handshake timed out")
+        transport.abort()
 
     def _lost_error(self) -> OSError:
         error = self.error

@@ -6,10 +6,14 @@ from typing import TYPE_CHECKING
 
 from fastnet import _compat
 
-__all__ = ["RealConnectionPool"]
+__all__ = ["SLOT_IDLE", "SLOT_ROOM", "SLOT_WAIT", "RealConnectionPool", "pool_timeout"]
 
 if TYPE_CHECKING:
+    from fastnet._internal.connection._pool_py import SLOT_IDLE as SLOT_IDLE
+    from fastnet._internal.connection._pool_py import SLOT_ROOM as SLOT_ROOM
+    from fastnet._internal.connection._pool_py import SLOT_WAIT as SLOT_WAIT
     from fastnet._internal.connection._pool_py import RealConnectionPool as RealConnectionPool
+    from fastnet._internal.connection._pool_py import pool_timeout as pool_timeout
 else:
     _compat.install(
         globals(),

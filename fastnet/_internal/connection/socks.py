@@ -1,11 +1,17 @@
-"""SOCKS5 (RFC 1928, RFC 1929) and SOCKS4a client handshakes on an already connected blocking socket.
+"""SOCKS5 (RFC 1928, RFC 1929) and SOCKS4a client handshakes, for blocking sockets and for asyncio.
 
-Theory of operation: the caller connects the TCP socket to the proxy and sets its timeout; these
-functions then speak the handshake, reading exactly the bytes each reply holds (never more, so the
-first bytes of the origin's answer stay in the socket for the HTTP or TLS layer). Every failure is a
-:class:`~fastnet.exceptions.ProxyError` naming the proxy and the target: a refusal (with the reply
-code's meaning), a proxy that closes mid-handshake, or bytes that are not SOCKS. A socket timeout
-becomes :class:`~fastnet.exceptions.ConnectTimeout`. Credentials are only ever sent to the proxy.
+Theory of operation: each handshake is written once, sans-I/O, as a generator of *steps*
+(``socks5_steps``, ``socks4a_steps``): it yields ``bytes`` to send (answered with ``None``) or an ``int``,
+the most bytes it wants next (answered with the bytes received, ``b""`` at EOF), and an I/O error is
+thrown into it where it yielded, so the generator alone decides what every failure means. Two small
+drivers run the steps: ``socks5_connect``/``socks4a_connect`` over a connected blocking socket whose
+timeout the caller set, and ``socks5_connect_async``/``socks4a_connect_async`` over an asyncio
+connection in raw mode (``AsyncRealConnection``). Replies are read exactly (never more, so the first
+bytes of the origin's answer stay for the HTTP or TLS layer; the asyncio driver hands bytes it received
+past the reply back to the connection). Every failure is a :class:`~fastnet.exceptions.ProxyError`
+naming the proxy and the target: a refusal (with the reply code's meaning), a proxy that closes
+mid-handshake, or bytes that are not SOCKS. A timeout becomes :class:`~fastnet.exceptions.ConnectTimeout`.
+Credentials are only ever sent to the proxy.
 
 Wire formats (RFC 1928 §3-6, RFC 1929 §2, SOCKS4a):
 
@@ -21,10 +27,21 @@ from __future__ import annotations
 import ipaddress
 import socket
 import struct
+from collections.abc import Generator
+from typing import Any
 
 from fastnet.exceptions import ConnectTimeout, ProxyError
 
-__all__ = ["SOCKS4_REPLIES", "SOCKS5_REPLIES", "socks4a_connect", "socks5_connect"]
+__all__ = [
+    "SOCKS4_REPLIES",
+    "SOCKS5_REPLIES",
+    "socks4a_connect",
+    "socks4a_connect_async",
+    "socks4a_steps",
+    "socks5_connect",
+    "socks5_connect_async",
+    "socks5_steps",
+]
 
 SOCKS5_REPLIES = {
     1: "general SOCKS server failure",
@@ -49,18 +66,11 @@ _NO_ACCEPTABLE = 0xFF
 
 
 class _Handshake:
-    """Exact reads and writes with errors that name the proxy and the target."""
+    """Names the proxy and the target in a handshake's errors."""
 
-    __slots__ = ("sock", "proxy_name", "target", "protocol")
+    __slots__ = ("proxy_name", "target", "protocol")
 
-    def __init__(self, sock: socket.socket, proxy_name: str | None, target: str, protocol: str) -> None:
-        self.sock = sock
-        if proxy_name is None:
-            try:
-                peer = sock.getpeername()
-                proxy_name = f"[{peer[0]}]:{peer[1]}" if ":" in peer[0] else f"{peer[0]}:{peer[1]}"
-            except OSError:
-                proxy_name = "?"
+    def __init__(self, proxy_name: str, target: str, protocol: str) -> None:
         self.proxy_name = proxy_name
         self.target = target
         self.protocol = protocol
@@ -70,22 +80,29 @@ class _Handshake:
             f"{self.protocol} proxy {self.proxy_name}: {what} (target {self.target})", proxy=self.proxy_name
         )
 
-    def send(self, data: bytes) -> None:
+    def timeout(self) -> ConnectTimeout:
+        return ConnectTimeout(
+            f"{self.protocol} proxy {self.proxy_name} did not complete the handshake in time"
+            f" (target {self.target})",
+            phase="proxy",
+        )
+
+    def send(self, data: bytes) -> Generator[bytes, Any, None]:
         try:
-            self.sock.sendall(data)
+            yield data
         except (TimeoutError, BlockingIOError) as exc:  # SO_SNDTIMEO/SO_RCVTIMEO give EAGAIN
-            raise self._timeout() from exc
+            raise self.timeout() from exc
         except OSError as exc:
             raise self.error(f"sending the handshake failed: {exc}") from exc
 
-    def recv_exact(self, n: int) -> bytes:
+    def recv_exact(self, n: int) -> Generator[int, Any, bytes]:
         chunks = []
         got = 0
         while got < n:
             try:
-                chunk = self.sock.recv(n - got)
+                chunk = yield n - got
             except (TimeoutError, BlockingIOError) as exc:
-                raise self._timeout() from exc
+                raise self.timeout() from exc
             except OSError as exc:
                 raise self.error(f"reading the handshake failed: {exc}") from exc
             if not chunk:
@@ -94,12 +111,13 @@ class _Handshake:
             got += len(chunk)
         return b"".join(chunks)
 
-    def _timeout(self) -> ConnectTimeout:
-        return ConnectTimeout(
-            f"{self.protocol} proxy {self.proxy_name} did not complete the handshake in time"
-            f" (target {self.target})",
-            phase="proxy",
-        )
+
+def _peer_name(sock: socket.socket) -> str:
+    try:
+        peer = sock.getpeername()
+    except OSError:
+        return "?"
+    return f"[{peer[0]}]:{peer[1]}" if ":" in peer[0] else f"{peer[0]}:{peer[1]}"
 
 
 def _target_text(host: str, port: int) -> str:
@@ -128,25 +146,11 @@ def _encode_socks5_address(hs: _Handshake, host: str) -> bytes:
     return b"\x03" + bytes((len(name),)) + name
 
 
-def socks5_connect(
-    sock: socket.socket,
-    host: str,
-    port: int,
-    *,
-    username: str | None = None,
-    password: str | None = None,
-    proxy_name: str | None = None,
-) -> None:
-    """Ask the SOCKS5 proxy ``sock`` is connected to for a TCP connection to ``host:port``.
-
-    ``host`` may be an IPv4 or IPv6 literal or a name (sent unresolved: the proxy resolves it).
-    With ``username`` the proxy may choose username/password authentication (RFC 1929).
-
-    >>> import socket
-    >>> sock = socket.create_connection(("127.0.0.1", 1080), timeout=5)   # doctest: +SKIP
-    >>> socks5_connect(sock, "example.com", 80, proxy_name="127.0.0.1:1080")   # doctest: +SKIP
-    """
-    hs = _Handshake(sock, proxy_name, _target_text(host, port), "SOCKS5")
+def socks5_steps(
+    host: str, port: int, username: str | None, password: str | None, proxy_name: str
+) -> Generator[bytes | int, Any, None]:
+    """The SOCKS5 handshake asking for a TCP connection to ``host:port``, as steps (module doc)."""
+    hs = _Handshake(proxy_name, _target_text(host, port), "SOCKS5")
     _check_port(hs, port)
     address = _encode_socks5_address(hs, host)
     if password is not None and username is None:
@@ -163,8 +167,8 @@ def socks5_connect(
     else:
         greeting = bytes((5, 1, _NO_AUTH))
     # The greeting and the request could be pipelined; waiting for each answer keeps errors exact.
-    hs.send(greeting)
-    version, method = hs.recv_exact(2)
+    yield from hs.send(greeting)
+    version, method = yield from hs.recv_exact(2)
     if version != 5:
         raise hs.error(f"not a SOCKS5 proxy (answered version {version} to the greeting)")
     if method == _NO_ACCEPTABLE:
@@ -172,8 +176,10 @@ def socks5_connect(
             raise hs.error("proxy requires authentication that was not given")
         raise hs.error("proxy accepted none of the offered authentication methods")
     if method == _USER_PASS and username is not None:
-        hs.send(b"\x01" + bytes((len(user_bytes),)) + user_bytes + bytes((len(pass_bytes),)) + pass_bytes)
-        auth_version, status = hs.recv_exact(2)
+        yield from hs.send(
+            b"\x01" + bytes((len(user_bytes),)) + user_bytes + bytes((len(pass_bytes),)) + pass_bytes
+        )
+        auth_version, status = yield from hs.recv_exact(2)
         if auth_version != 1:
             raise hs.error(f"malformed authentication reply (version {auth_version})")
         if status != 0:
@@ -181,8 +187,8 @@ def socks5_connect(
     elif method != _NO_AUTH:
         raise hs.error(f"proxy chose authentication method {method:#04x}, which was not offered")
 
-    hs.send(b"\x05\x01\x00" + address + struct.pack("!H", port))
-    version, reply, reserved, atyp = hs.recv_exact(4)
+    yield from hs.send(b"\x05\x01\x00" + address + struct.pack("!H", port))
+    version, reply, reserved, atyp = yield from hs.recv_exact(4)
     if version != 5:
         raise hs.error(f"malformed reply to CONNECT (version {version})")
     if reply != 0:
@@ -190,32 +196,19 @@ def socks5_connect(
         raise hs.error(f"{meaning} (SOCKS5 reply {reply})")
     # BND.ADDR and BND.PORT must be consumed so they are not mistaken for the origin's bytes
     if atyp == 1:
-        hs.recv_exact(4 + 2)
+        yield from hs.recv_exact(4 + 2)
     elif atyp == 4:
-        hs.recv_exact(16 + 2)
+        yield from hs.recv_exact(16 + 2)
     elif atyp == 3:
-        (length,) = hs.recv_exact(1)
-        hs.recv_exact(length + 2)
+        (length,) = yield from hs.recv_exact(1)
+        yield from hs.recv_exact(length + 2)
     else:
         raise hs.error(f"malformed reply to CONNECT (address type {atyp})")
 
 
-def socks4a_connect(
-    sock: socket.socket,
-    host: str,
-    port: int,
-    *,
-    user_id: str = "",
-    proxy_name: str | None = None,
-) -> None:
-    """Ask the SOCKS4 proxy ``sock`` is connected to for a TCP connection to ``host:port``.
-
-    An IPv4 literal is sent as SOCKS4; a name as SOCKS4a (the proxy resolves it). SOCKS4 cannot
-    reach IPv6 addresses.
-
-    >>> socks4a_connect(sock, "example.com", 80, proxy_name="127.0.0.1:1080")   # doctest: +SKIP
-    """
-    hs = _Handshake(sock, proxy_name, _target_text(host, port), "SOCKS4")
+def socks4a_steps(host: str, port: int, user_id: str, proxy_name: str) -> Generator[bytes | int, Any, None]:
+    """The SOCKS4 (IPv4 literal) or SOCKS4a (name) handshake for ``host:port``, as steps."""
+    hs = _Handshake(proxy_name, _target_text(host, port), "SOCKS4")
     _check_port(hs, port)
     user = user_id.encode("utf-8")
     if b"\x00" in user or len(user) > 255:
@@ -240,11 +233,122 @@ def socks4a_connect(
         request = (
             b"\x04\x01" + struct.pack("!H", port) + b"\x00\x00\x00\x01" + user + b"\x00" + name + b"\x00"
         )
-    hs.send(request)
-    reply = hs.recv_exact(8)
+    yield from hs.send(request)
+    reply = yield from hs.recv_exact(8)
     version, code = reply[0], reply[1]
     if version != 0:
         raise hs.error(f"not a SOCKS4 proxy (reply version {version})")
     if code != 90:
         meaning = SOCKS4_REPLIES.get(code, "unknown error")
         raise hs.error(f"{meaning} (SOCKS4 reply {code})")
+
+
+# -- drivers ------------------------------------------------------------------------------------------
+
+
+def _run(sock: socket.socket, steps: Generator[bytes | int, Any, None]) -> None:
+    """Run a handshake's steps over a blocking socket."""
+    try:
+        step = next(steps)
+        while True:
+            try:
+                if isinstance(step, int):
+                    answer: bytes | None = sock.recv(step)
+                else:
+                    sock.sendall(step)
+                    answer = None
+            except OSError as exc:
+                step = steps.throw(exc)
+            else:
+                step = steps.send(answer)
+    except StopIteration:
+        return
+
+
+async def _run_async(conn: Any, steps: Generator[bytes | int, Any, None], timeout: float) -> None:
+    """Run a handshake's steps over an asyncio connection in raw mode (``write``, ``await recv``); what
+    arrived past the last reply is handed back to the connection (``unread``)."""
+    buffered = b""
+    try:
+        step = next(steps)
+        while True:
+            try:
+                if isinstance(step, int):
+                    if not buffered:
+                        buffered = await conn.recv(timeout)
+                    answer: bytes | None = buffered[:step]
+                    buffered = buffered[step:]
+                else:
+                    conn.write(step)
+                    answer = None
+            except OSError as exc:
+                step = steps.throw(exc)
+            else:
+                step = steps.send(answer)
+    except StopIteration:
+        if buffered:
+            conn.unread(buffered)
+    finally:
+        steps.close()
+
+
+def socks5_connect(
+    sock: socket.socket,
+    host: str,
+    port: int,
+    *,
+    username: str | None = None,
+    password: str | None = None,
+    proxy_name: str | None = None,
+) -> None:
+    """Ask the SOCKS5 proxy ``sock`` is connected to for a TCP connection to ``host:port``.
+
+    ``host`` may be an IPv4 or IPv6 literal or a name (sent unresolved: the proxy resolves it).
+    With ``username`` the proxy may choose username/password authentication (RFC 1929).
+
+    >>> import socket
+    >>> sock = socket.create_connection(("127.0.0.1", 1080), timeout=5)   # doctest: +SKIP
+    >>> socks5_connect(sock, "example.com", 80, proxy_name="127.0.0.1:1080")   # doctest: +SKIP
+    """
+    name = _peer_name(sock) if proxy_name is None else proxy_name
+    _run(sock, socks5_steps(host, port, username, password, name))
+
+
+def socks4a_connect(
+    sock: socket.socket,
+    host: str,
+    port: int,
+    *,
+    user_id: str = "",
+    proxy_name: str | None = None,
+) -> None:
+    """Ask the SOCKS4 proxy ``sock`` is connected to for a TCP connection to ``host:port``.
+
+    An IPv4 literal is sent as SOCKS4; a name as SOCKS4a (the proxy resolves it). SOCKS4 cannot
+    reach IPv6 addresses.
+
+    >>> socks4a_connect(sock, "example.com", 80, proxy_name="127.0.0.1:1080")   # doctest: +SKIP
+    """
+    name = _peer_name(sock) if proxy_name is None else proxy_name
+    _run(sock, socks4a_steps(host, port, user_id, name))
+
+
+async def socks5_connect_async(
+    conn: Any,
+    host: str,
+    port: int,
+    *,
+    username: str | None = None,
+    password: str | None = None,
+    proxy_name: str,
+    timeout: float,
+) -> None:
+    """``socks5_connect`` over an asyncio connection in raw mode; each read waits at most ``timeout`` s."""
+    await _run_async(conn, socks5_steps(host, port, username, password, proxy_name), timeout)
+
+
+async def socks4a_connect_async(
+    conn: Any, host: str, port: int, *, user_id: str = "", proxy_name: str, timeout: float
+) -> None:
+    """``socks4a_connect`` over an asyncio connection in raw mode."""
+    await _run_async(conn, socks4a_steps(host, port, user_id, proxy_name), timeout)

@@ -3,7 +3,8 @@
 ``wrap_tls`` runs a handshake over a connected socket: a plain one, or a TLS socket to an HTTPS proxy,
 in which case the origin's TLS session is carried inside the proxy's (``TlsInTlsSocket``). It closes the
 socket it was given when the handshake fails, so a caller never holds a half-made connection, and turns
-every failure into ``TlsVerificationError``, ``TlsError`` or ``ConnectTimeout``.
+every failure into ``TlsVerificationError``, ``TlsError`` or ``ConnectTimeout`` (``tls_failure``, which
+``wrap_tls_async``, the asyncio connection's handshake, shares).
 
 CPython's ``ssl`` retries, forever, a handshake read that ``SO_RCVTIMEO`` interrupted, so the handshake
 runs under the socket's own timeout (the connect timeout the caller set as the kernel receive timeout);
@@ -22,9 +23,17 @@ from typing import Any
 import certifi
 
 from fastnet._internal.connection.sockets import close_quietly, hostport
-from fastnet.exceptions import ConnectTimeout, TlsError, TlsVerificationError
+from fastnet.exceptions import ConnectTimeout, NetworkError, TlsError, TlsVerificationError
 
-__all__ = ["TlsInTlsSocket", "TlsSessions", "build_ssl_context", "default_ssl_context", "wrap_tls"]
+__all__ = [
+    "TlsInTlsSocket",
+    "TlsSessions",
+    "build_ssl_context",
+    "default_ssl_context",
+    "tls_failure",
+    "wrap_tls",
+    "wrap_tls_async",
+]
 
 #: Sessions kept for resumption, by (host, port); shared by a client and the siblings it makes.
 TlsSessions = dict[tuple[str, int], Any]
@@ -105,33 +114,62 @@ def wrap_tls(
             sock.settimeout(limit if limit > 0 else None)
             tls = context.wrap_socket(sock, server_hostname=host, session=session)
             tls.settimeout(None)
-    except ssl.SSLCertVerificationError as exc:
+    except OSError as exc:  # ssl's errors and socket timeouts are all OSErrors
         close_quietly(sock)
-        raise TlsVerificationError(
-            f"certificate verification failed for {host}: {exc.verify_message}", phase="tls"
-        ) from exc
-    except ssl.CertificateError as exc:
-        close_quietly(sock)
-        raise TlsVerificationError(f"hostname {host} not verified: {exc}", phase="tls") from exc
-    except ssl.SSLWantReadError as exc:  # SO_RCVTIMEO expired under the outer TLS socket
-        close_quietly(sock)
-        raise ConnectTimeout(f"TLS handshake with {hostport(host, port)} timed out", phase="tls") from exc
-    except ssl.SSLError as exc:
-        close_quietly(sock)
-        raise TlsError(f"TLS handshake with {hostport(host, port)} failed: {exc}", phase="tls") from exc
-    except (TimeoutError, BlockingIOError) as exc:
-        close_quietly(sock)
-        raise ConnectTimeout(f"TLS handshake with {hostport(host, port)} timed out", phase="tls") from exc
-    except OSError as exc:
-        close_quietly(sock)
-        raise TlsError(f"TLS handshake with {hostport(host, port)} failed: {exc}", phase="tls") from exc
-    if tls.session is not None:
-        if len(sessions) > _MAX_SESSIONS:
-            sessions.clear()
-        sessions[(host, port)] = tls.session
+        raise tls_failure(exc, host, port) from exc
+    _keep_session(sessions, host, port, tls.session)
     if events is not None:
         events.secure_connect_end(user, tls.version())
     return tls
+
+
+async def wrap_tls_async(
+    conn: Any, host: str, port: int, context: ssl.SSLContext, sessions: TlsSessions, user: Any, timeout: float
+) -> None:
+    """``wrap_tls`` for an asyncio connection (``AsyncRealConnection.start_tls``: over its plain transport,
+    or inside the TLS to an HTTPS proxy), the handshake bounded by ``timeout`` s (0: none). The same
+    events, errors and messages; on failure ``conn`` is closed.
+
+    The session is kept in ``sessions`` for the blocking handshakes that share them, but not offered:
+    asyncio's ``start_tls`` makes its ``SSLObject`` itself and takes no ``session``."""
+    events = user.events
+    if events is not None:
+        events.secure_connect_start(user)
+    try:
+        await conn.start_tls(context, host, timeout)
+    except OSError as exc:
+        conn.close()
+        raise tls_failure(exc, host, port) from exc
+    ssl_object = conn.transport.get_extra_info("ssl_object")
+    if ssl_object is not None:
+        _keep_session(sessions, host, port, ssl_object.session)
+    if events is not None:
+        events.secure_connect_end(user, conn.tls_version)
+
+
+def tls_failure(exc: OSError, host: str, port: int) -> NetworkError:
+    """What a failed handshake with ``host:port`` raises: ``TlsVerificationError`` for an untrusted
+    certificate or a host name it does not match, ``ConnectTimeout`` when it timed out, else ``TlsError``."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return TlsVerificationError(
+            f"certificate verification failed for {host}: {exc.verify_message}", phase="tls"
+        )
+    if isinstance(exc, ssl.CertificateError):
+        return TlsVerificationError(f"hostname {host} not verified: {exc}", phase="tls")
+    if isinstance(exc, ssl.SSLWantReadError):  # SO_RCVTIMEO expired under the outer TLS socket
+        return ConnectTimeout(f"TLS handshake with {hostport(host, port)} timed out", phase="tls")
+    if isinstance(exc, ssl.SSLError):
+        return TlsError(f"TLS handshake with {hostport(host, port)} failed: {exc}", phase="tls")
+    if isinstance(exc, (TimeoutError, BlockingIOError)):
+        return ConnectTimeout(f"TLS handshake with {hostport(host, port)} timed out", phase="tls")
+    return TlsError(f"TLS handshake with {hostport(host, port)} failed: {exc}", phase="tls")
+
+
+def _keep_session(sessions: TlsSessions, host: str, port: int, session: Any) -> None:
+    if session is not None:
+        if len(sessions) > _MAX_SESSIONS:
+            sessions.clear()
+        sessions[(host, port)] = session
 
 
 class TlsInTlsSocket:

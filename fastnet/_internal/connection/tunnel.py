@@ -4,8 +4,12 @@ Theory of operation
 -------------------
 ``open_tunnel`` sends ``CONNECT host:port`` until the proxy answers 200, at most
 ``MAX_TUNNEL_ATTEMPTS`` requests in all (OkHttp sets no cap; a proxy that answers 407 forever would
-otherwise keep a call busy forever). The decisions are apart from the socket calls, so the asyncio
-client drives the same ones:
+otherwise keep a call busy forever). The whole exchange is written once, sans-I/O, as the generator
+``tunnel_steps``: it yields ``bytes`` to send, an ``int`` (receive up to that many bytes; ``b""`` is EOF),
+an ``Ask`` (call the proxy authenticator; the answer is sent back) or ``RECONNECT`` (close the socket and
+open a new one to the same proxy), and a failure of any step is thrown into it where it yielded. Two
+drivers run it: ``open_tunnel`` over a blocking socket and ``open_tunnel_async`` over an asyncio
+connection in raw mode, where the authenticator may also be a coroutine function. The decisions:
 
 * ``tunnel_request`` is the CONNECT request: ``Host``, ``Proxy-Connection`` and ``User-Agent`` only,
   none of the user's headers, cookies or origin credentials.
@@ -20,7 +24,8 @@ client drives the same ones:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from fastnet._internal.connection.sockets import close_quietly
@@ -37,15 +42,45 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_TUNNEL_ATTEMPTS",
+    "RECONNECT",
+    "Ask",
     "connect_head",
     "next_tunnel_request",
     "open_tunnel",
+    "open_tunnel_async",
     "preemptive_tunnel_request",
     "tunnel_request",
+    "tunnel_steps",
 ]
 
 MAX_TUNNEL_ATTEMPTS = 21
 _READ_SIZE = 65536
+
+#: The step asking the driver to close the socket and open a new one to the same proxy.
+RECONNECT = "reconnect"
+
+
+class Ask:
+    """The step asking the driver for the proxy authenticator's answer to ``response``."""
+
+    __slots__ = ("authenticator", "route", "response")
+
+    def __init__(self, authenticator: Any, route: Route, response: Response) -> None:
+        self.authenticator = authenticator
+        self.route = route
+        self.response = response
+
+    def call(self) -> Any:
+        """The authenticator's answer (an awaitable, from an asyncio authenticator)."""
+        authenticator = self.authenticator
+        method = getattr(authenticator, "authenticate", None)
+        if method is None:
+            return authenticator(self.route, self.response)
+        return method(self.route, self.response)
+
+
+#: What ``tunnel_steps`` and its parts yield, and what they are sent back.
+_Steps = Generator[Any, Any, Any]
 
 
 def tunnel_request(address: Address, user_agent: str) -> Request:
@@ -63,6 +98,10 @@ def tunnel_request(address: Address, user_agent: str) -> Request:
 def preemptive_tunnel_request(route: Route, request: Request, proxy_authenticator: Any) -> Request:
     """Proxy credentials before the first CONNECT: the proxy URL's own, else the authenticator's answer
     to a synthetic 407."""
+    return _decide(_preemptive_steps(route, request, proxy_authenticator))  # type: ignore[no-any-return]
+
+
+def _preemptive_steps(route: Route, request: Request, proxy_authenticator: Any) -> _Steps:
     proxy = route.proxy
     if proxy.authorization is not None:
         return request.replace(headers=request.headers.set("Proxy-Authorization", proxy.authorization))
@@ -74,7 +113,7 @@ def preemptive_tunnel_request(route: Route, request: Request, proxy_authenticato
         request=request,
         reason="Preemptive Authenticate",
     )
-    answer = _authenticate(proxy_authenticator, route, synthetic, proxy)
+    answer = yield from _authenticate(proxy_authenticator, route, synthetic, proxy)
     return answer if answer is not None else request
 
 
@@ -96,6 +135,19 @@ def next_tunnel_request(
     proxy_authenticator: Any,
 ) -> Request:
     """The CONNECT to send after a non-200 answer to ``request``; raises ``ProxyError`` to give up."""
+    steps = _next_steps(route, request, status, reason, headers, attempt, proxy_authenticator)
+    return _decide(steps)  # type: ignore[no-any-return]
+
+
+def _next_steps(
+    route: Route,
+    request: Request,
+    status: int,
+    reason: str,
+    headers: list[tuple[str, str]],
+    attempt: int,
+    proxy_authenticator: Any,
+) -> _Steps:
     proxy = route.proxy
     if status != 407:
         raise ProxyError(
@@ -112,7 +164,7 @@ def next_tunnel_request(
     challenge = Response(407, headers=headers, request=request, reason=reason)
     answer = None
     if proxy_authenticator is not None:
-        answer = _authenticate(proxy_authenticator, route, challenge, proxy)
+        answer = yield from _authenticate(proxy_authenticator, route, challenge, proxy)
     if answer is None:
         if request.headers.get("Proxy-Authorization") is not None:
             why = " (the credentials sent were rejected)"
@@ -124,6 +176,24 @@ def next_tunnel_request(
             f"Failed to authenticate with proxy {proxy}: 407 {reason}{why}", proxy=proxy, status_code=407
         )
     return answer
+
+
+def tunnel_steps(route: Route, user_agent: str, proxy_authenticator: Any) -> _Steps:
+    """The CONNECT exchange until the proxy answers 200, as steps (see the module doc)."""
+    request = yield from _preemptive_steps(
+        route, tunnel_request(route.address, user_agent), proxy_authenticator
+    )
+    attempt = 1
+    while True:
+        status, reason, headers, close = yield from _connect_steps(connect_head(route, request), route.proxy)
+        if status == 200:
+            return
+        request = yield from _next_steps(
+            route, request, status, reason, headers, attempt, proxy_authenticator
+        )
+        attempt += 1
+        if close:
+            yield RECONNECT
 
 
 def open_tunnel(
@@ -138,36 +208,103 @@ def open_tunnel(
     Returns the tunnelled socket: ``sock``, or after a 407 that closed the connection a new socket to the
     same proxy from ``reconnect()``. On failure every socket opened here is closed.
     """
+    steps = tunnel_steps(route, user_agent, proxy_authenticator)
     try:
-        request = preemptive_tunnel_request(
-            route, tunnel_request(route.address, user_agent), proxy_authenticator
-        )
-        attempt = 1
+        step = next(steps)
         while True:
-            status, reason, headers, close = _exchange_connect(
-                sock, connect_head(route, request), route.proxy
-            )
-            if status == 200:
-                return sock
-            request = next_tunnel_request(
-                route, request, status, reason, headers, attempt, proxy_authenticator
-            )
-            attempt += 1
-            if close:
-                sock.close()
-                sock = None
-                sock = reconnect()
+            answer: Any = None
+            try:
+                if isinstance(step, int):
+                    answer = sock.recv(step)
+                elif isinstance(step, bytes):
+                    sock.sendall(step)
+                elif isinstance(step, Ask):
+                    answer = step.call()
+                else:  # RECONNECT
+                    sock.close()
+                    sock = None
+                    sock = reconnect()
+            except Exception as exc:
+                if step is RECONNECT:
+                    raise
+                step = steps.throw(exc)
+            else:
+                step = steps.send(answer)
+    except StopIteration:
+        return sock
     except BaseException:
         if sock is not None:
             close_quietly(sock)
         raise
+    finally:
+        steps.close()
 
 
-def _authenticate(authenticator: Any, route: Route, response: Response, proxy: Proxy) -> Request | None:
-    """Ask the proxy authenticator; its own failure becomes a ProxyError naming the proxy."""
-    method = getattr(authenticator, "authenticate", None)
+async def open_tunnel_async(
+    conn: Any,
+    route: Route,
+    user_agent: str,
+    proxy_authenticator: Any,
+    reconnect: Callable[[], Awaitable[Any]],
+    timeout: float,
+) -> Any:
+    """``open_tunnel`` over an asyncio connection in raw mode (``write``, ``await recv(timeout)``); the
+    authenticator's answer is awaited when it is awaitable. Returns the tunnelled connection: ``conn``,
+    or one from ``await reconnect()`` after a 407 that closed. On failure every connection opened here
+    is closed."""
+    steps = tunnel_steps(route, user_agent, proxy_authenticator)
     try:
-        answer: Request | None = authenticator(route, response) if method is None else method(route, response)
+        step = next(steps)
+        while True:
+            answer: Any = None
+            try:
+                if isinstance(step, int):
+                    answer = await conn.recv(timeout)
+                elif isinstance(step, bytes):
+                    conn.write(step)
+                elif isinstance(step, Ask):
+                    answer = step.call()
+                    if inspect.isawaitable(answer):
+                        answer = await answer
+                else:  # RECONNECT
+                    conn.close()
+                    conn = None
+                    conn = await reconnect()
+            except Exception as exc:
+                if step is RECONNECT:
+                    raise
+                step = steps.throw(exc)
+            else:
+                step = steps.send(answer)
+    except StopIteration:
+        return conn
+    except BaseException:
+        if conn is not None:
+            conn.close()
+        raise
+    finally:
+        steps.close()
+
+
+def _decide(steps: _Steps) -> Any:
+    """Run steps that only ask the authenticator (no I/O), in the calling thread; their result."""
+    try:
+        step = next(steps)
+        while True:
+            try:
+                answer = step.call()
+            except Exception as exc:
+                step = steps.throw(exc)
+            else:
+                step = steps.send(answer)
+    except StopIteration as done:
+        return done.value
+
+
+def _authenticate(authenticator: Any, route: Route, response: Response, proxy: Proxy) -> _Steps:
+    """Ask the proxy authenticator; its own failure becomes a ProxyError naming the proxy."""
+    try:
+        answer: Request | None = yield Ask(authenticator, route, response)
     except NetworkError:
         raise
     except Exception as exc:
@@ -179,18 +316,18 @@ def _authenticate(authenticator: Any, route: Route, response: Response, proxy: P
     return answer
 
 
-def _exchange_connect(sock: Any, head: bytes, proxy: Proxy) -> tuple[int, str, list[tuple[str, str]], bool]:
+def _connect_steps(head: bytes, proxy: Proxy) -> _Steps:
     """Write one CONNECT and read the proxy's answer: (status, reason, headers, must_close)."""
     parser = ResponseParser()
     try:
-        sock.sendall(head)
+        yield head
         while True:
             parsed = parser.read_head(False)
             if parsed is not None:
                 if parsed[0] < 200:
                     continue
                 break
-            data = sock.recv(_READ_SIZE)
+            data = yield _READ_SIZE
             if not data:
                 raise ProxyError(f"proxy {proxy} closed the connection during CONNECT", proxy=proxy)
             parser.feed(data)
@@ -217,7 +354,7 @@ def _exchange_connect(sock: Any, head: bytes, proxy: Proxy) -> tuple[int, str, l
                 if data is None:
                     break
                 if not data:
-                    more = sock.recv(_READ_SIZE)
+                    more = yield _READ_SIZE
                     parser.feed(more)
                     if not more:
                         close = True

@@ -54,7 +54,7 @@ cdef class Exchange(ResponseBodySource):
 
     cpdef interrupted(self)
 
-    @cython.locals(conn=RealConnection)
+    @cython.locals(conn=RealConnection, timings=Timings)
     cpdef fail_body(self, object exc)
 
     @cython.locals(conn=RealConnection, parser=ResponseParser)

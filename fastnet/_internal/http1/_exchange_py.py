@@ -392,7 +392,7 @@ class Exchange(ResponseBodySource):
             if received < total:
                 raise ProtocolError(f"unexpected end of stream: {total - received} body bytes missing")
             if user.canceled:
-                raise CanceledError("canceled while reading the response body")
+                raise user.canceled_error(self.request)  # CallTimeout when the watchdog canceled it
         except NetworkError as exc:
             self.fail_body(exc)
             raise
@@ -457,10 +457,10 @@ class Exchange(ResponseBodySource):
         conn.exchange_count += 1
         user = self.user
         events = user.events
+        timings = self.timings
+        if timings is not None:
+            timings.body_end = monotonic()  # read to the end or given up: timings.total stops here
         if complete:
-            timings = self.timings
-            if timings is not None:
-                timings.body_end = monotonic()
             if events is not None:
                 if not self.body_started:
                     self._start_body()  # nothing was read: the body ended as it was opened
@@ -480,6 +480,9 @@ class Exchange(ResponseBodySource):
         conn = self.connection
         conn.no_new_exchanges = True
         conn.exchange_count += 1
+        timings = self.timings
+        if timings is not None:
+            timings.body_end = monotonic()
         self.user.body_failed(exc, conn)
 
     def close_body(self) -> None:

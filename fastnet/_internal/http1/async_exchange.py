@@ -398,7 +398,7 @@ class AsyncExchange(ResponseBodySource):
             if received < total:
                 raise ProtocolError(f"unexpected end of stream: {total - received} body bytes missing")
             if user.canceled:
-                raise CanceledError("canceled while reading the response body")
+                raise user.canceled_error(self.request)  # CallTimeout when the watchdog canceled it
         except NetworkError as exc:
             self.fail_body(exc)
             raise
@@ -463,10 +463,10 @@ class AsyncExchange(ResponseBodySource):
         conn.exchange_count += 1
         user = self.user
         events = user.events
+        timings = self.timings
+        if timings is not None:
+            timings.body_end = monotonic()  # read to the end or given up: timings.total stops here
         if complete:
-            timings = self.timings
-            if timings is not None:
-                timings.body_end = monotonic()
             if events is not None:
                 if not self.body_started:
                     self._start_body()  # nothing was read: the body ended as it was opened
@@ -486,6 +486,9 @@ class AsyncExchange(ResponseBodySource):
         conn = self.connection
         conn.no_new_exchanges = True
         conn.exchange_count += 1
+        timings = self.timings
+        if timings is not None:
+            timings.body_end = monotonic()
         self.user.body_failed(exc, conn)
 
     async def aclose_body(self) -> None:
