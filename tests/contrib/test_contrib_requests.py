@@ -324,7 +324,9 @@ def test_no_request_leaves_a_connection_in_use(fast_session: Any, servers: Serve
     assert_pool_idle(fast_session)
 
 
-def test_session_reads_the_proxy_environment_once_per_host(testbed: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_session_reads_the_proxy_environment_once_per_host(
+    testbed: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from fastnet.contrib.requests import Session
 
     squid = f"http://{testbed.squid_open[0]}:{testbed.squid_open[1]}"
