@@ -47,8 +47,10 @@ cdef class RealConnectionPool:
     cpdef int connection_count(self)
     cpdef int idle_connection_count(self)
 
-    @cython.locals(conn=RealConnection)
     cpdef int close_all(self)
+
+    @cython.locals(conn=RealConnection, victims=list)
+    cpdef int close_some(self, list conns)
 
     @cython.locals(limit=int)
     cpdef bint wait_for_slot(self, object address, double deadline) except -1

@@ -364,9 +364,13 @@ class RealConnectionPool:
     def close_all(self) -> int:
         """Close every connection, idle and in use (a call on one fails at once); the pool stays usable.
         Returns how many were closed."""
+        return self.close_some(list(self.live))
+
+    def close_some(self, conns: list[RealConnection]) -> int:
+        """Close those of ``conns`` this pool holds, idle and in use; returns how many were closed."""
         with self.cond:
             self._settle()
-            victims = list(self.live)
+            victims = [conn for conn in conns if conn in self.live]
             for conn in victims:
                 if conn in self.order:
                     self._remove_idle(conn)

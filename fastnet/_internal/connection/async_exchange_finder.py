@@ -33,9 +33,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from fastnet._internal.clock import monotonic
-from fastnet._internal.connection.async_connection import AsyncRealConnection, new_async_connection
 from fastnet._internal.connection.async_happy_eyeballs import Race, connect_tcp_async
 from fastnet._internal.connection.async_pool import AsyncConnectionPool
+from fastnet._internal.connection.async_real_connection import AsyncRealConnection, new_async_connection
 from fastnet._internal.connection.exchange_finder import (
     PROBE_IDLE_AFTER,
     SelectorEvents,
@@ -88,6 +88,7 @@ async def find_connection(
             return held  # type: ignore[return-value]  # an asyncio call holds asyncio connections
         user.release_connection()  # the next hop goes elsewhere (or the held one cannot be reused)
     pool = connector.pool
+    loop = asyncio.get_running_loop()
     limited = pool.max_per_host > 0
     deadline = 0.0
     ticket = 0  # the call's place among the waiters of the host, once it waited
@@ -106,9 +107,9 @@ async def find_connection(
                 if await pool.wait_for_slot_async(address, deadline, ticket):
                     continue  # a call released a connection to this address while we waited
             break
-        if now - conn.idle_at < PROBE_IDLE_AFTER or conn.is_healthy():
+        if conn.loop is loop and (now - conn.idle_at < PROBE_IDLE_AFTER or conn.is_healthy()):  # type: ignore[attr-defined]
             break
-        pool.release(conn, False)
+        pool.release(conn, False)  # stale, or made on another event loop
         if limited:
             deadline = slot_deadline(user, connect_timeout)  # a new wait, as the blocking finder's
     if conn is None:
@@ -415,7 +416,7 @@ class AsyncExchangeFinder:
     async def _attach(self, sock: socket.socket, route: Route, http_proxy: bool) -> AsyncRealConnection:
         """An ``AsyncRealConnection`` whose transport owns the connected ``sock`` (closed on failure)."""
         loop = asyncio.get_running_loop()
-        conn = new_async_connection(loop, route, self.address, http_proxy)
+        conn = new_async_connection(loop, route, self.address, http_proxy, sock)
         try:
             await loop.create_connection(lambda: conn.protocol, sock=sock)
         except BaseException as exc:

@@ -19,6 +19,14 @@ pool's condition; an asyncio call must not block its loop, so it asks the pool o
   woken for is not lost; each wait ends at the call's deadline (``slot_deadline``) with the blocking
   pool's ``PoolTimeout`` message.
 
+A connection belongs to the event loop that made it, and an event loop can end while its connections
+sit in the pool (``asyncio.run`` returns, and a program calls it again with the same client). So the
+first connection of each loop starts a small async generator on that loop, suspended in a ``try``: the
+loop's ``shutdown_asyncgens`` (which ``asyncio.run`` and ``uvloop.run`` call before closing it) closes
+the generator, and its ``finally`` closes that loop's connections. A loop closed without that step is
+found out when its next connection is registered (and ``find_connection`` never hands out a
+connection of another loop).
+
 The queues belong to the event loop the waiting tasks run on (the pool binds to the running loop when a
 task first waits; it may rebind once nobody waits). ``slot_freed`` may run on another thread (a
 ``close_all()`` from a blocking thread): it then hands the wake to the loop (``call_soon_threadsafe``),
@@ -31,11 +39,13 @@ import asyncio
 import itertools
 import time
 from collections import deque
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
 from fastnet._internal.connection.pool import SLOT_IDLE, SLOT_WAIT, RealConnectionPool, pool_timeout
 
 if TYPE_CHECKING:
+    from fastnet._internal.connection.real_connection import RealConnection
     from fastnet.route import Address
 
 __all__ = ["AsyncConnectionPool"]
@@ -56,16 +66,57 @@ class _Waiters:
 class AsyncConnectionPool(RealConnectionPool):
     """A ``RealConnectionPool`` whose per-host waits are asyncio futures (see the module doc)."""
 
-    __slots__ = ("loop", "waiters", "tickets")
+    __slots__ = ("loop", "waiters", "tickets", "watched")
     loop: asyncio.AbstractEventLoop | None
     waiters: dict[str, _Waiters]
     tickets: itertools.count[int]  # the order in which calls first waited
+    watched: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]]  # each loop's end watcher
 
     def __init__(self, max_idle: int, keep_alive: float, max_per_host: int) -> None:
         super().__init__(max_idle, keep_alive, max_per_host)
         self.loop = None
         self.waiters = {}
         self.tickets = itertools.count(1)
+        self.watched = {}
+
+    # -- connections of loops that end -------------------------------------------------------------
+
+    def register(self, conn: RealConnection) -> None:
+        RealConnectionPool.register(self, conn)
+        loop = getattr(conn, "loop", None)
+        if loop is not None and loop not in self.watched:
+            self._watch(loop)
+
+    def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        for old in [old for old in self.watched if old.is_closed()]:
+            self._unwatch(old)  # closed without shutdown_asyncgens: close its connections now
+        watcher = _loop_end(self, loop)
+        self.watched[loop] = watcher
+        step = watcher.asend(None)  # the loop's firstiter hook registers the generator with it
+        try:
+            step.send(None)  # run it to its yield, inside its try
+        except StopIteration:
+            pass
+
+    def _unwatch(self, loop: asyncio.AbstractEventLoop) -> None:
+        watcher = self.watched.pop(loop, None)
+        if watcher is not None:
+            closing = watcher.aclose()
+            try:
+                closing.send(None)  # runs its finally now, on no loop: nothing for the loop to finalize
+            except StopIteration:
+                pass
+
+    def close_all(self) -> int:
+        closed = RealConnectionPool.close_all(self)
+        for loop in list(self.watched):
+            self._unwatch(loop)  # nothing left to watch for: no task left to finalize the watchers
+        return closed
+
+    def loop_ended(self, loop: asyncio.AbstractEventLoop) -> None:
+        """``loop`` is ending: close its connections, idle and in use."""
+        self.watched.pop(loop, None)
+        self.close_some([conn for conn in self.live if getattr(conn, "loop", None) is loop])
 
     # -- what the asyncio finder calls ------------------------------------------------------------
 
@@ -217,3 +268,12 @@ class AsyncConnectionPool(RealConnectionPool):
         """Drop ``host``'s queue once nobody is in it (its skipped entries with it)."""
         if waiters.parked == 0 and waiters.woken == 0 and self.waiters.get(host) is waiters:
             del self.waiters[host]
+
+
+async def _loop_end(pool: AsyncConnectionPool, loop: asyncio.AbstractEventLoop) -> AsyncGenerator[None, None]:
+    """Suspended on ``loop`` until the loop's ``shutdown_asyncgens`` closes it: then ``loop``'s
+    connections are closed."""
+    try:
+        yield
+    finally:
+        pool.loop_ended(loop)
