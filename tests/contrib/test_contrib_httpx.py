@@ -102,8 +102,6 @@ class Clients:
 
 @pytest.fixture(scope="module", params=ENGINES)
 def clients(request: pytest.FixtureRequest) -> Iterator[Clients]:
-    if request.param.endswith("async"):
-        pytest.importorskip("fastnet._internal.connection.async_exchange_finder")
     c = Clients(request.param)
     yield c
     c.close()

@@ -29,8 +29,6 @@ from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
 if importlib.util.find_spec("scrapy") is None:
     pytest.skip("scrapy is not installed", allow_module_level=True)
-if importlib.util.find_spec("fastnet._internal.connection.async_exchange_finder") is None:
-    pytest.skip("fastnet.AsyncClient's connect path is not in this tree", allow_module_level=True)
 
 pytestmark = pytest.mark.testbed
 
