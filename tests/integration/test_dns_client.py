@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
+from conftest import make_client
 
 from fastnet import _compat
 from fastnet.client import Client
@@ -46,7 +47,7 @@ from fastnet.events import EventListener
 from fastnet.exceptions import ConnectError, UnknownHostError
 from fastnet.testing import MockResponse, MockServer
 
-pytestmark = pytest.mark.testbed
+pytestmark = [pytest.mark.testbed, pytest.mark.both_clients]
 
 CLOSE = {"Connection": "close"}
 
@@ -122,7 +123,7 @@ class Recorder(EventListener):
 def _client(dns: Any, listener: EventListener | None = None, **options: Any) -> Client:
     options.setdefault("connect_timeout", 5)
     options.setdefault("read_timeout", 5)
-    return Client(dns=dns, event_listener=listener, trust_env=False, **options)
+    return make_client(dns=dns, event_listener=listener, **options)
 
 
 def _whoami(client: Client, url: str) -> str:

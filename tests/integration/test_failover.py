@@ -14,12 +14,13 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import conftest
 import pytest
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
-pytestmark = pytest.mark.testbed
+pytestmark = [pytest.mark.testbed, pytest.mark.both_clients]
 
 REFUSED_V4 = ["127.0.0.4", "127.0.0.6", "127.0.0.7"]  # nginx binds only 127.0.0.1-3 and ::1
 
@@ -78,7 +79,7 @@ def make_client(dns: Any, listener: Attempts | None = None, **options: Any) -> f
     options.setdefault("trust_env", False)
     options.setdefault("connect_timeout", 5)
     options.setdefault("read_timeout", 5)
-    return fastnet.Client(dns=dns, event_listener=listener, **options)
+    return conftest.make_client(dns=dns, event_listener=listener, **options)
 
 
 def _drops_syns(host: str, port: int) -> bool:

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_pool_clean
+from conftest import assert_pool_clean, make_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
 
-pytestmark = pytest.mark.testbed
+pytestmark = [pytest.mark.testbed, pytest.mark.both_clients]
 
 
 class RefusingDns:
@@ -96,7 +96,7 @@ def via_squid(response: Any) -> bool:
 def test_proxies_http_absolute_form_through_squid(testbed):
     offset = squid_log_offset(testbed)
     url = testbed.url("/whoami", host="127.0.0.2")
-    with fastnet.Client(trust_env=False, proxy=fastnet.Proxy.http(*testbed.squid_open)) as client:
+    with make_client(trust_env=False, proxy=fastnet.Proxy.http(*testbed.squid_open)) as client:
         r = client.get(url)
         assert r.status_code == 200 and "addr=127.0.0.2" in r.text
         assert via_squid(r)
@@ -116,7 +116,7 @@ def test_proxies_http_proxy_credentials_on_the_proxy(testbed):
     proxy = fastnet.Proxy.http(*testbed.squid, username=testbed.squid_user, password=testbed.squid_password)
     with MockServer(host="127.0.0.3") as origin:
         origin.enqueue(MockResponse(200, body=b"origin"))
-        with fastnet.Client(trust_env=False, proxy=proxy) as client:
+        with make_client(trust_env=False, proxy=proxy) as client:
             r = client.get(origin.url("/creds"))
             assert r.status_code == 200 and r.text == "origin" and r.history == []
             assert via_squid(r)
@@ -132,7 +132,7 @@ def test_proxies_http_proxy_credentials_on_the_proxy(testbed):
 def test_proxies_http_proxy_credentials_from_url(testbed):
     host, port = testbed.squid
     url = f"http://{testbed.squid_user}:{testbed.squid_password}@{host}:{port}"
-    with fastnet.Client(trust_env=False, proxy=url, verify=testbed.ca_path) as client:
+    with make_client(trust_env=False, proxy=url, verify=testbed.ca_path) as client:
         r = client.get(testbed.url("/whoami"))
         assert r.status_code == 200 and r.history == [] and via_squid(r)
         assert client.get(testbed.url("/whoami", tls=True)).status_code == 200
@@ -142,7 +142,7 @@ def test_proxies_http_proxy_credentials_from_url(testbed):
 
 def test_proxies_http_proxy_authenticator_reactive(testbed):
     auth = fastnet.BasicAuthenticator(testbed.squid_user, testbed.squid_password)
-    with fastnet.Client(
+    with make_client(
         trust_env=False, proxy=fastnet.Proxy.http(*testbed.squid), proxy_authenticator=auth
     ) as client:
         r = client.get(testbed.url("/whoami"))
@@ -160,7 +160,7 @@ def test_proxies_origin_credentials_never_reach_the_proxy_log(testbed):
         proxy = fastnet.Proxy.http(
             *testbed.squid, username=testbed.squid_user, password=testbed.squid_password
         )
-        with fastnet.Client(trust_env=False, proxy=proxy) as client:
+        with make_client(trust_env=False, proxy=proxy) as client:
             r = client.get(origin.url("/a"), headers={"Authorization": "Bearer origin-token"})
             assert r.status_code == 200
         seen = origin.take_request()
@@ -175,7 +175,7 @@ def test_proxies_https_through_squid_connect(testbed):
     offset = squid_log_offset(testbed)
     dns = RefusingDns()
     proxy = fastnet.Proxy.http(*testbed.squid_open)
-    with fastnet.Client(trust_env=False, proxy=proxy, dns=dns, verify=testbed.ca_path) as client:
+    with make_client(trust_env=False, proxy=proxy, dns=dns, verify=testbed.ca_path) as client:
         # "localhost" is resolved by squid (its hosts file), never by the client
         url = f"https://localhost:{testbed.https_port}/whoami"
         r = client.get(url)
@@ -195,7 +195,7 @@ def test_proxies_connect_sends_only_host_proxy_connection_and_user_agent():
         proxy_server.enqueue(MockResponse(200, reason="Connection established", tunnel=True))
         proxy_server.enqueue(MockResponse(200, body=b"inside"))
         proxy = fastnet.Proxy.http("127.0.0.1", proxy_server.port)
-        with fastnet.Client(
+        with make_client(
             trust_env=False, proxy=proxy, verify=proxy_server.client_ssl_context(), user_agent="ua-test/1"
         ) as client:
             r = client.get(
@@ -232,7 +232,7 @@ class RecordingAuthenticator:
 
 def test_proxies_https_connect_preemptive_auth(testbed):
     auth = RecordingAuthenticator(testbed.squid_user, testbed.squid_password, preemptive=True)
-    with fastnet.Client(
+    with make_client(
         trust_env=False,
         proxy=fastnet.Proxy.http(*testbed.squid),
         proxy_authenticator=auth,
@@ -246,7 +246,7 @@ def test_proxies_https_connect_preemptive_auth(testbed):
 
 def test_proxies_https_connect_reactive_auth(testbed):
     auth = RecordingAuthenticator(testbed.squid_user, testbed.squid_password, preemptive=False)
-    with fastnet.Client(
+    with make_client(
         trust_env=False,
         proxy=fastnet.Proxy.http(*testbed.squid),
         proxy_authenticator=auth,
@@ -263,7 +263,7 @@ def test_proxies_https_connect_reactive_auth(testbed):
 
 def test_proxies_https_connect_wrong_password(testbed):
     auth = fastnet.BasicAuthenticator(testbed.squid_user, "wrong")
-    with fastnet.Client(
+    with make_client(
         trust_env=False,
         proxy=fastnet.Proxy.http(*testbed.squid),
         proxy_authenticator=auth,
@@ -282,7 +282,7 @@ def test_proxies_https_connect_wrong_password(testbed):
 
 def test_proxies_socks5_without_auth(testbed):
     proxy = fastnet.Proxy.socks(*testbed.socks5)
-    with fastnet.Client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
+    with make_client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
         r = client.get(testbed.url("/whoami", host="127.0.0.3"))
         assert r.status_code == 200 and "addr=127.0.0.3" in r.text
         assert r.route.proxy is proxy and r.route.proxy.type is fastnet.ProxyType.SOCKS
@@ -296,21 +296,21 @@ def test_proxies_socks5_with_auth(testbed):
     proxy = fastnet.Proxy.socks(
         *testbed.socks5_auth, username=testbed.socks_user, password=testbed.socks_password
     )
-    with fastnet.Client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
+    with make_client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
         assert client.get(testbed.url("/whoami", tls=True)).status_code == 200
     url = f"socks5h://{testbed.socks_user}:{testbed.socks_password}@127.0.0.1:{testbed.socks5_auth[1]}"
-    with fastnet.Client(trust_env=False, proxy=url) as client:
+    with make_client(trust_env=False, proxy=url) as client:
         assert client.get(testbed.url("/whoami")).status_code == 200
 
 
 def test_proxies_socks5_auth_missing_or_wrong(testbed):
-    with fastnet.Client(trust_env=False, proxy=fastnet.Proxy.socks(*testbed.socks5_auth)) as client:
+    with make_client(trust_env=False, proxy=fastnet.Proxy.socks(*testbed.socks5_auth)) as client:
         with pytest.raises(fastnet.ProxyError) as info:
             client.get(testbed.url("/whoami"))
         assert "requires authentication" in str(info.value)
         assert info.value.proxy == fastnet.Proxy.socks(*testbed.socks5_auth)
     wrong = fastnet.Proxy.socks(*testbed.socks5_auth, username=testbed.socks_user, password="not-it")
-    with fastnet.Client(trust_env=False, proxy=wrong) as client:
+    with make_client(trust_env=False, proxy=wrong) as client:
         with pytest.raises(fastnet.ProxyError) as info:
             client.get(testbed.url("/whoami"))
         assert "rejected" in str(info.value) and "not-it" not in str(info.value)
@@ -318,7 +318,7 @@ def test_proxies_socks5_auth_missing_or_wrong(testbed):
 
 def test_proxies_socks5_remote_dns(testbed):
     dns = RefusingDns()
-    with fastnet.Client(trust_env=False, proxy=fastnet.Proxy.socks(*testbed.socks5), dns=dns) as client:
+    with make_client(trust_env=False, proxy=fastnet.Proxy.socks(*testbed.socks5), dns=dns) as client:
         r = client.get(f"http://localhost:{testbed.http_port}/whoami")
         assert r.status_code == 200 and "host=localhost" in r.text
         assert "<unresolved>" in str(r.route)
@@ -330,7 +330,7 @@ def test_proxies_socks5_local_dns(testbed):
     dns = MapDns({"origin.test": ["127.0.0.2"]})
     proxy = fastnet.Proxy.from_url(f"socks5://127.0.0.1:{testbed.socks5[1]}")
     assert not proxy.remote_dns
-    with fastnet.Client(trust_env=False, proxy=proxy, dns=dns) as client:
+    with make_client(trust_env=False, proxy=proxy, dns=dns) as client:
         r = client.get(f"http://origin.test:{testbed.http_port}/whoami")
         assert r.status_code == 200 and "addr=127.0.0.2" in r.text and "host=origin.test" in r.text
         assert r.route.socket_address == ("127.0.0.2", testbed.http_port)
@@ -339,7 +339,7 @@ def test_proxies_socks5_local_dns(testbed):
 
 def test_proxies_socks5_ipv6(testbed):
     proxy = fastnet.Proxy.socks("::1", testbed.socks5[1])
-    with fastnet.Client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
+    with make_client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
         r = client.get(testbed.url("/whoami", host="::1"))
         assert r.status_code == 200 and "addr=::1" in r.text
         r = client.get(testbed.url("/whoami", host="::1", tls=True))
@@ -348,7 +348,7 @@ def test_proxies_socks5_ipv6(testbed):
 
 def test_proxies_http_proxy_over_ipv6(testbed):
     proxy = fastnet.Proxy.http("::1", testbed.squid_open[1])
-    with fastnet.Client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
+    with make_client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
         assert via_squid(client.get(testbed.url("/whoami", host="::1")))
         assert "scheme=https" in client.get(testbed.url("/whoami", host="::1", tls=True)).text
 
@@ -356,7 +356,7 @@ def test_proxies_http_proxy_over_ipv6(testbed):
 def test_proxies_socks4_through_dante(testbed):
     # dante speaks SOCKS4 as well (IPv4 targets; it rejects SOCKS4a names, which is a clear ProxyError)
     dns = RefusingDns()
-    with fastnet.Client(
+    with make_client(
         trust_env=False, proxy=fastnet.Proxy.socks(*testbed.socks5, version=4), dns=dns
     ) as client:
         r = client.get(testbed.url("/whoami", host="127.0.0.2"))
@@ -374,7 +374,7 @@ def test_proxies_per_request_override_shares_the_pool(testbed):
     squid = fastnet.Proxy.http(*testbed.squid_open)
     socks = fastnet.Proxy.socks(*testbed.socks5)
     url = testbed.url("/whoami")
-    with fastnet.Client(trust_env=False) as client:
+    with make_client(trust_env=False) as client:
         direct = client.get(url)
         assert direct.route.proxy.is_direct and not via_squid(direct)
         through_squid = client.get(url, proxy=squid)
@@ -398,13 +398,13 @@ def test_proxies_per_request_override_shares_the_pool(testbed):
 
 def test_proxies_no_proxy_disables_the_client_proxy(testbed, monkeypatch):
     refused = fastnet.Proxy.http(*testbed.refused)  # nothing listens there
-    with fastnet.Client(trust_env=False, proxy=refused) as client:
+    with make_client(trust_env=False, proxy=refused) as client:
         r = client.get(testbed.url("/whoami"), proxy=fastnet.Proxy.NO_PROXY)
         assert r.status_code == 200 and r.route.proxy.is_direct
         with pytest.raises(fastnet.ConnectError):
             client.get(testbed.url("/whoami"))
     monkeypatch.setenv("http_proxy", f"http://{testbed.refused[0]}:{testbed.refused[1]}")
-    with fastnet.Client(proxy=fastnet.Proxy.NO_PROXY) as client:
+    with make_client(trust_env=True, proxy=fastnet.Proxy.NO_PROXY) as client:
         r = client.get(testbed.url("/whoami"))
         assert r.status_code == 200 and r.route.proxy.is_direct
 
@@ -422,7 +422,7 @@ def test_proxies_env_selector_read_once_per_client(testbed, monkeypatch):
     monkeypatch.setenv("http_proxy", squid)
     monkeypatch.setenv("https_proxy", squid)
     monkeypatch.setenv("no_proxy", "127.0.0.2,127.0.0.3/32")
-    with fastnet.Client(verify=testbed.ca_path) as client:
+    with make_client(trust_env=True, verify=testbed.ca_path) as client:
         # change the environment after the client was built: it must not notice
         monkeypatch.setenv("http_proxy", f"http://{testbed.refused[0]}:{testbed.refused[1]}")
         monkeypatch.setenv("no_proxy", "")
@@ -435,11 +435,11 @@ def test_proxies_env_selector_read_once_per_client(testbed, monkeypatch):
             assert r.route.proxy.is_direct and not via_squid(r)
         # a sibling keeps the selector (and so the environment it read)
         assert via_squid(client.with_options(read_timeout=3).get(testbed.url("/whoami")))
-    with fastnet.Client() as fresh:  # a new client reads the new environment
+    with make_client(trust_env=True) as fresh:  # a new client reads the new environment
         with pytest.raises(fastnet.ConnectError):
             fresh.get(testbed.url("/whoami"))
         assert fresh.get(testbed.url("/whoami"), proxy=fastnet.Proxy.NO_PROXY).status_code == 200
-    with fastnet.Client(trust_env=False) as ignoring:
+    with make_client(trust_env=False) as ignoring:
         assert ignoring.get(testbed.url("/whoami")).route.proxy.is_direct
 
 
@@ -447,11 +447,11 @@ def test_proxies_env_lowercase_wins(testbed, monkeypatch):
     _clear_proxy_env(monkeypatch)
     monkeypatch.setenv("HTTP_PROXY", f"http://{testbed.refused[0]}:{testbed.refused[1]}")
     monkeypatch.setenv("http_proxy", f"http://{testbed.squid_open[0]}:{testbed.squid_open[1]}")
-    with fastnet.Client() as client:
+    with make_client(trust_env=True) as client:
         assert via_squid(client.get(testbed.url("/whoami")))
     _clear_proxy_env(monkeypatch)
     monkeypatch.setenv("all_proxy", f"socks5h://{testbed.socks5[0]}:{testbed.socks5[1]}")
-    with fastnet.Client() as client:
+    with make_client(trust_env=True) as client:
         r = client.get(testbed.url("/whoami"))
         assert r.route.proxy == fastnet.Proxy.socks(*testbed.socks5)
 
@@ -541,7 +541,7 @@ def test_proxies_https_proxy_http_origin(testbed):
     with TlsTerminator(testbed, testbed.squid_open) as terminator:
         proxy = fastnet.Proxy.https(*terminator.address)
         assert proxy.tls and proxy.scheme == "https"
-        with fastnet.Client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
+        with make_client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
             for _ in range(3):
                 r = client.get(testbed.url("/whoami", host="127.0.0.2"))
                 assert r.status_code == 200 and "addr=127.0.0.2" in r.text and via_squid(r)
@@ -555,7 +555,7 @@ def test_proxies_https_proxy_http_origin(testbed):
 def test_proxies_https_proxy_https_origin_tls_inside_tls(testbed):
     with TlsTerminator(testbed, testbed.squid_open) as terminator:
         proxy = fastnet.Proxy.https(*terminator.address)
-        with fastnet.Client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
+        with make_client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
             r = client.get(testbed.url("/whoami", tls=True))
             assert r.status_code == 200 and "scheme=https" in r.text
             assert r.route.requires_tunnel
@@ -571,7 +571,7 @@ def test_proxies_https_proxy_https_origin_tls_inside_tls(testbed):
 
 def test_proxies_tls_inside_tls_survives_the_idle_health_check(testbed):
     with TlsTerminator(testbed, testbed.squid_open) as terminator:
-        with fastnet.Client(
+        with make_client(
             trust_env=False, proxy=fastnet.Proxy.https(*terminator.address), verify=testbed.ca_path
         ) as client:
             assert client.get(testbed.url("/whoami", tls=True)).status_code == 200
@@ -585,7 +585,7 @@ def test_proxies_https_proxy_with_auth_through_tls(testbed):
     with TlsTerminator(testbed, testbed.squid) as terminator:
         auth = fastnet.BasicAuthenticator(testbed.squid_user, testbed.squid_password)
         proxy = fastnet.Proxy.https(*terminator.address)
-        with fastnet.Client(
+        with make_client(
             trust_env=False, proxy=proxy, proxy_authenticator=auth, verify=testbed.ca_path
         ) as client:
             assert client.get(testbed.url("/whoami", tls=True)).status_code == 200
@@ -595,7 +595,7 @@ def test_proxies_https_proxy_with_auth_through_tls(testbed):
 
 def test_proxies_https_proxy_untrusted_certificate(testbed):
     with TlsTerminator(testbed, testbed.squid_open) as terminator:
-        with fastnet.Client(trust_env=False, proxy=fastnet.Proxy.https(*terminator.address)) as client:
+        with make_client(trust_env=False, proxy=fastnet.Proxy.https(*terminator.address)) as client:
             with pytest.raises(fastnet.TlsVerificationError):
                 client.get(testbed.url("/whoami", tls=True))
             assert_pool_clean(client)
@@ -621,7 +621,7 @@ def test_proxies_https_proxy_407_close_reconnects_over_tls(testbed):
         context = scripted.client_ssl_context()
         context.load_verify_locations(testbed.ca_path)
         with TlsTerminator(testbed, ("127.0.0.1", scripted.port)) as terminator:
-            with fastnet.Client(
+            with make_client(
                 trust_env=False,
                 proxy=fastnet.Proxy.https(*terminator.address),
                 proxy_authenticator=Reactive(),

@@ -14,6 +14,8 @@ from conftest import make_fast_client
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
+pytestmark = pytest.mark.both_clients
+
 
 def _connection_indexes(server: MockServer, n: int) -> list[int]:
     return [server.take_request().connection_index for _ in range(n)]

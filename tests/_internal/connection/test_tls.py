@@ -14,6 +14,8 @@ from fakes import FakeDns, RecordingListener
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
+pytestmark = pytest.mark.both_clients
+
 pytest.importorskip("trustme")
 
 

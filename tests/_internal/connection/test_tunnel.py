@@ -14,6 +14,8 @@ from conftest import assert_pool_clean, make_fast_client
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
+pytestmark = pytest.mark.both_clients
+
 PROXY_CREDS = "Basic " + base64.b64encode(b"puser:ppass").decode()
 
 
