@@ -2,7 +2,8 @@
 
     python scrapy_child.py crawl ENGINE START_URL OUT_JSON            a real spider following links
     python scrapy_child.py redis ENGINE REDIS_URL SPIDER OUT_JSON     the same spider on a shared Redis queue
-                                                                      (OUT_JSON.ready appears once it is open)
+                                                                      (OUT_JSON.ready once it is open; it ends
+                                                                      when idle once SPIDER:stop is set)
     python scrapy_child.py table ENGINE SPEC_JSON OUT_JSON            the shared table, one request per case
 
 ENGINE is ``fastnet`` (``FastnetDownloadHandler``) or ``stock`` (Scrapy's default handler). Both run on
@@ -75,6 +76,7 @@ def crawl(engine: str, start_url: str, out: str) -> None:
 
 def redis_crawl(engine: str, redis_url: str, name: str, out: str) -> None:
     from scrapy.core.engine import ExecutionEngine
+    from scrapy.exceptions import DontCloseSpider
     from scrapy_redis.spiders import RedisSpider
 
     # An idle engine looks for new requests on its heartbeat (5 s): 1 s lets a short test crawl be shared.
@@ -86,6 +88,15 @@ def redis_crawl(engine: str, redis_url: str, name: str, out: str) -> None:
             for href in response.css("a::attr(href)").getall():
                 yield response.follow(href)
 
+        def spider_idle(self) -> None:
+            # scrapy-redis closes an idle spider MAX_IDLE_TIME_BEFORE_CLOSE seconds after it imported
+            # scrapy_redis.spiders (a class attribute), not after it went idle: a process that started slowly
+            # closed before the crawl began. Here an idle spider stays open until the test says the crawl is
+            # over (every page served) by setting NAME:stop; idle means nothing in flight here.
+            self.schedule_next_requests()
+            if not self.server.exists(f"{self.name}:stop"):
+                raise DontCloseSpider
+
     RedisSiteSpider.name = name
     items: list[dict[str, Any]] = []
     settings = settings_for(
@@ -94,7 +105,6 @@ def redis_crawl(engine: str, redis_url: str, name: str, out: str) -> None:
         DUPEFILTER_CLASS="scrapy_redis.dupefilter.RFPDupeFilter",
         SCHEDULER_PERSIST=True,  # the queue and the dupefilter outlive the first process to close
         REDIS_URL=redis_url,
-        MAX_IDLE_TIME_BEFORE_CLOSE=3,
         CONCURRENT_REQUESTS=8,
         CONCURRENT_REQUESTS_PER_DOMAIN=8,
         REDIS_START_URLS_KEY="%(name)s:start_urls",

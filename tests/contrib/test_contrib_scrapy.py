@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -312,7 +312,10 @@ def _redis_command(url: str, *words: str) -> bytes:
 
 
 def test_two_processes_share_one_crawl_through_redis(redis_url: str, tmp_path: Path) -> None:
-    """Every page exactly once, between the two of them, each taking part (the pages are slow enough)."""
+    """Every page exactly once, between the two of them, each taking part (the pages are slow enough).
+
+    Each process stays open while idle until the test sets NAME:stop, which it does once the server has
+    answered every page; every wait is bounded and says what it waited for."""
     with MockServer() as server:
         pages = 200
 
@@ -322,35 +325,53 @@ def test_two_processes_share_one_crawl_through_redis(redis_url: str, tmp_path: P
                 f'<a href="/{j}.html">{j}</a>' for j in (2 * i + 1, 2 * i + 2, i + 1) if 0 < j < pages
             )
             body = f"<html><body>{links}</body></html>".encode()
-            return MockResponse(200, headers={"Content-Type": "text/html"}, body=body, head_delay=0.1)
+            return MockResponse(200, headers={"Content-Type": "text/html"}, body=body, head_delay=0.2)
 
         server.dispatcher = page
         name = f"site{uuid.uuid4().hex[:8]}"
         outs = [tmp_path / f"worker{n}.json" for n in (1, 2)]
-        workers = [
-            subprocess.Popen(
-                [sys.executable, CHILD, "redis", "fastnet", redis_url, name, str(out)],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-                env=_clean_env(),
-                cwd=str(HERE),
-            )
-            for out in outs
-        ]
-        try:
-            deadline = time.monotonic() + 60
-            while not all(Path(str(out) + ".ready").exists() for out in outs):
-                assert time.monotonic() < deadline, "the Scrapy processes did not open their spiders"
-                assert all(w.poll() is None for w in workers), [
-                    w.stderr.read()[-2000:] for w in workers if w.stderr
-                ]
+        logs = [tmp_path / f"worker{n}.log" for n in (1, 2)]  # files, not pipes: nothing blocks on a pipe
+        workers = []
+        for out, log in zip(outs, logs, strict=True):
+            with open(log, "w") as err:
+                workers.append(
+                    subprocess.Popen(
+                        [sys.executable, CHILD, "redis", "fastnet", redis_url, name, str(out)],
+                        stdout=subprocess.DEVNULL,
+                        stderr=err,
+                        env=_clean_env(),
+                        cwd=str(HERE),
+                    )
+                )
+
+        def tails() -> str:
+            return "\n".join(f"{log.name}: {log.read_text(errors='replace')[-1500:]}" for log in logs)
+
+        def wait_for(what: str, seconds: float, done: Callable[[], bool]) -> None:
+            deadline = time.monotonic() + seconds
+            while not done():
+                assert all(w.poll() is None for w in workers), f"a Scrapy process ended {what}\n{tails()}"
+                assert time.monotonic() < deadline, f"{what}: not within {seconds:g} s\n{tails()}"
                 time.sleep(0.05)
+
+        try:
+            wait_for(
+                "before opening its spider",
+                60,
+                lambda: all(Path(str(out) + ".ready").exists() for out in outs),
+            )
             seed = json.dumps({"url": server.url("/0.html")})
             assert _redis_command(redis_url, "LPUSH", f"{name}:start_urls", seed).startswith(b":1")
+            wait_for(
+                f"before the server answered {pages} requests", 60, lambda: server.request_count >= pages
+            )
+            assert _redis_command(redis_url, "SET", f"{name}:stop", "1").startswith(b"+OK")
             for worker in workers:
-                _out, err = worker.communicate(timeout=120)
-                assert worker.returncode == 0, err[-3000:]
+                try:
+                    worker.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    pytest.fail(f"a Scrapy process did not close within 30 s of {name}:stop\n{tails()}")
+                assert worker.returncode == 0, tails()
         finally:
             for worker in workers:
                 if worker.poll() is None:
