@@ -88,10 +88,16 @@ def _shown(text: str) -> str:
     return mask_password(text)[:200]
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+#: An absolute reference's scheme (RFC 3986 §3.1) and its colon.
+_SCHEME_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
 def _check_controls(text: str, what: str) -> None:
-    for i, ch in enumerate(text):
-        if ch < " " or ch == "\x7f":
-            raise ValueError(f"Invalid {what}: control character {ch!r} at index {i} in {_shown(text)!r}")
+    found = _CONTROL.search(text)
+    if found is not None:
+        i = found.start()
+        raise ValueError(f"Invalid {what}: control character {text[i]!r} at index {i} in {_shown(text)!r}")
 
 
 def _encode_host(host: str, text: str) -> str:
@@ -342,8 +348,7 @@ class URL:
         ref = reference.strip(" ")
         _check_controls(ref, "URL reference")
         ref = ref.replace("\\", "/")
-        colon = ref.find(":")
-        if colon > 0 and all(c.isalnum() or c in "+-." for c in ref[:colon]) and ref[0].isalpha():
+        if _SCHEME_PREFIX.match(ref) is not None:
             return URL(ref)
         if ref.startswith("//"):
             return URL(f"{self.scheme}:{ref}")

@@ -391,6 +391,29 @@ def test_read_timeout(run: Any, server: MockServer) -> None:
     run(main())
 
 
+def test_read_timeout_on_a_busy_connection(run: Any, server: MockServer) -> None:
+    """The connection's one lazy deadline timer (not one per wait): after quick exchanges on one
+    connection with a long timeout, a shorter per-call timeout still fires on time, and a response
+    slower than the old deadlines but within the new one is not cut short."""
+    server.enqueue(*[MockResponse(body=b"quick")] * 20)
+    server.enqueue(MockResponse(body=b"slow", head_delay=0.3), MockResponse(policy=SocketPolicy.NO_RESPONSE))
+
+    async def main() -> None:
+        async with new_client(read_timeout=0.25) as client:
+            for _ in range(20):
+                assert (await client.get(server.url("/"))).text == "quick"
+            slow = fastnet.Request("GET", server.url("/"))
+            assert (await client.with_options(read_timeout=2).get(server.url("/"))).text == "slow"
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with pytest.raises(fastnet.ReadTimeout):
+                await client.with_options(read_timeout=0.2).new_call(slow).execute()
+            assert 0.15 < loop.time() - started < 1.5
+        assert server.take_request().connection_index == server.take_request().connection_index
+
+    run(main())
+
+
 def test_cancelled_backoff_sleep(run: Any, server: MockServer) -> None:
     server.enqueue(MockResponse(503, headers={"Retry-After": "5"}))
 

@@ -14,6 +14,12 @@
       client = fastnet.Client(dns=dns)
 
 Any callable ``f(hostname) -> list[str]`` is accepted where a ``Dns`` is (see :func:`as_dns`).
+
+On an asyncio loop (``fastnet.AsyncClient``) every resolver here resolves without blocking it: each has
+``async def alookup(hostname)`` (and ``alookup_with_ttl`` where it has ``lookup_with_ttl``) with the same
+answers, order and errors as ``lookup``; :func:`alookup` and :func:`alookup_with_ttl` call it. A
+resolver of your own without ``alookup`` (or a plain function) is called inline and blocks the loop while
+it runs, unless it is a coroutine function (``async def f(hostname)``), which is awaited.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from fastnet.dns._base import (
     Dns,
     FunctionDns,
     alookup,
+    alookup_with_ttl,
     as_dns,
     is_ip_literal,
     lookup_with_ttl,
@@ -49,6 +56,7 @@ __all__ = [
     "SystemDns",
     "UdpDns",
     "alookup",
+    "alookup_with_ttl",
     "as_dns",
     "default_dns",
     "is_ip_literal",
@@ -129,6 +137,9 @@ class _Resilient:
 
     def lookup(self, hostname: str) -> list[str]:
         return self._get().lookup(hostname)
+
+    async def alookup(self, hostname: str) -> list[str]:
+        return await self._get().alookup(hostname)
 
     def connect_failed(self, host: str, ip: str, error: BaseException) -> None:
         self._get().connect_failed(host, ip, error)

@@ -5,6 +5,11 @@ order connects should be tried, or :class:`~fastnet.exceptions.UnknownHostError`
 Resolvers that know record TTLs also offer ``lookup_with_ttl(hostname) -> (addresses, ttl_or_None)`` so a
 cache in front of them can honour the TTL; :func:`lookup_with_ttl` calls whichever a resolver has.
 
+The asyncio side mirrors this: a resolver may offer ``async def alookup(hostname)`` (and
+``alookup_with_ttl``) with the same results, ordering and errors as its blocking methods; :func:`alookup`
+and :func:`alookup_with_ttl` call whichever a resolver has, and fall back to the blocking method (run
+inline, so it blocks the loop while it runs) when it has none. Every resolver of this package has them.
+
 Two optional hooks report what happened when the route layer connected to an address a ``Dns`` gave:
 ``connect_failed(host, ip, error)`` and ``connected(host, ip)``. Callers find them with ``getattr`` so a
 plain resolver needs neither.
@@ -23,6 +28,7 @@ __all__ = [
     "Dns",
     "FunctionDns",
     "alookup",
+    "alookup_with_ttl",
     "as_dns",
     "forward_connect_failed",
     "forward_connected",
@@ -135,6 +141,8 @@ class FunctionDns:
     (['127.0.0.1'], ['::1'])
 
     IP literals are answered without calling the function; an empty answer raises ``UnknownHostError``.
+    A coroutine function (``async def f(hostname)``) is accepted too: :meth:`alookup` awaits it, and
+    :meth:`lookup` refuses it with a ``TypeError`` (it cannot wait without a loop).
     """
 
     __slots__ = ("function",)
@@ -145,7 +153,30 @@ class FunctionDns:
     def lookup(self, hostname: str) -> list[str]:
         if is_ip_literal(hostname):
             return [_strip_brackets(hostname)]
+        if inspect.iscoroutinefunction(self.function):
+            raise TypeError(
+                f"{self!r} wraps a coroutine function, which a blocking lookup cannot await: "
+                "use alookup() (fastnet.AsyncClient does), or give a plain function"
+            )
         result = self.function(hostname)
+        if inspect.isawaitable(result):  # a plain function that returned one (a lambda, a partial...)
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()  # a coroutine never awaited would warn when collected
+            raise TypeError(f"{self!r} returned an awaitable: use alookup() (or an AsyncClient) with it")
+        return self._addresses(hostname, result)
+
+    async def alookup(self, hostname: str) -> list[str]:
+        """:meth:`lookup` on the running loop: the function's result is awaited when it is awaitable (a
+        blocking function runs inline and blocks the loop)."""
+        if is_ip_literal(hostname):
+            return [_strip_brackets(hostname)]
+        result = self.function(hostname)
+        if inspect.isawaitable(result):
+            result = await result
+        return self._addresses(hostname, result)
+
+    def _addresses(self, hostname: str, result: Any) -> list[str]:
         if isinstance(result, str) or result is None:
             raise TypeError(f"{self!r} must return a list of IP address strings, not {result!r}")
         addresses = [str(a) for a in result]
@@ -183,16 +214,46 @@ def lookup_with_ttl(resolver: Any, hostname: str) -> tuple[list[str], float | No
 
 async def alookup(resolver: Any, hostname: str) -> Any:
     """Resolve ``hostname`` on the running event loop (what ``AsyncClient`` does): ``resolver.alookup``
-    when it has one; else its ``lookup`` (or the resolver itself, a callable), whose result is awaited
-    when it is awaitable. A blocking ``lookup`` runs inline and blocks the loop while it runs."""
+    when it has one; else its ``lookup`` (or the resolver itself, a callable, through
+    :class:`FunctionDns`), whose result is awaited when it is awaitable. A blocking ``lookup`` runs inline
+    and blocks the loop while it runs."""
     method = getattr(resolver, "alookup", None)
     if method is not None:
         return await method(hostname)
     lookup = getattr(resolver, "lookup", None)
-    answer = lookup(hostname) if lookup is not None else resolver(hostname)
+    if lookup is None:
+        return await FunctionDns(resolver).alookup(hostname)
+    answer = lookup(hostname)
     if inspect.isawaitable(answer):
         answer = await answer
     return answer
+
+
+async def alookup_with_ttl(resolver: Any, hostname: str) -> tuple[list[str], float | None]:
+    """:func:`lookup_with_ttl` on the running loop: ``resolver.alookup_with_ttl``, else its ``alookup``
+    (TTL unknown), else the blocking ``lookup_with_ttl`` or ``lookup`` run inline (their result awaited
+    when it is awaitable), else the resolver itself as a function (:class:`FunctionDns`)."""
+    method = getattr(resolver, "alookup_with_ttl", None)
+    if method is not None:
+        addresses, ttl = await method(hostname)
+        return list(addresses), ttl
+    method = getattr(resolver, "alookup", None)
+    if method is not None:
+        return list(await method(hostname)), None
+    method = getattr(resolver, "lookup_with_ttl", None)
+    if method is not None:
+        answer = method(hostname)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        addresses, ttl = answer
+        return list(addresses), ttl
+    method = getattr(resolver, "lookup", None)
+    if callable(method):
+        answer = method(hostname)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return list(answer), None
+    return await FunctionDns(resolver).alookup(hostname), None
 
 
 def forward_connect_failed(target: Any, host: str, ip: str, error: BaseException) -> None:

@@ -69,12 +69,21 @@ cdef class CachingDns:
     cdef public object blacklist
     cdef readonly double min_ttl
     cdef readonly double max_ttl
-    cdef dict _flights
+    cdef readonly dict _flights  # readonly: tests look at the flights in progress
     cdef object _lock
 
     @cython.locals(entry=_Entry, error=object)
     cpdef list lookup(self, str hostname)
     cdef list _miss(self, str hostname)
+    cdef list _lead(self, str hostname, str name, object flight)
+    cdef bint _block(self, str hostname, object flight) except -1
+    cdef _land(self, str hostname, object flight)
+    cdef _drop(self, str hostname, object flight)
+    cdef object _leave(self, str hostname, object flight, object loop, object future)
+    cdef list _resolve(self, str hostname, str name)
+
+    @cython.locals(cache=DnsCache)
+    cdef object _fallback(self, str hostname, object exc)
 
     @cython.locals(cache=DnsCache, seconds=double)
-    cdef list _resolve(self, str hostname, str name)
+    cdef list _accept(self, str hostname, str name, list addresses, object ttl)

@@ -16,14 +16,36 @@ passes or the LRU pushes them out.
 
 ``CachingDns`` puts a cache in front of another resolver. A miss is resolved once however many threads
 ask for the same name at the same time (single-flight: the first thread resolves, the others wait for
-its result). TTLs reported by the resolver are honoured (clamped to ``[min_ttl, max_ttl]``), ``ttl`` is
-used when the resolver does not know one. A failed resolution is cached for ``negative_ttl`` seconds,
-unless an expired answer is still within its stale window: then that answer is served instead
-(``stale_if_error``), and the negative result is not stored.
+its result); ``alookup`` does the same on an asyncio loop, sharing the cache and the flights with
+``lookup`` (see "Flights" below). TTLs reported by the resolver are honoured (clamped to
+``[min_ttl, max_ttl]``), ``ttl`` is used when the resolver does not know one. A failed resolution is
+cached for ``negative_ttl`` seconds, unless an expired answer is still within its stale window: then
+that answer is served instead (``stale_if_error``), and the negative result is not stored.
 
 ``IpBlacklist`` counts consecutive failed connects per (host, ip). More than ``threshold`` of them and
 the ip is blacklisted for that host; a successful connect resets the count. It is fed through the
 ``connect_failed``/``connected`` hooks that the route layer calls on a ``Dns``.
+
+Flights
+-------
+A miss in progress is a ``_Flight`` in ``CachingDns._flights`` (keyed by the host name as asked). A
+blocking flight is resolved by its thread; an asyncio flight by a task of its own on the loop of the
+coroutine that started it, so cancelling the coroutine that started it does not stop the resolution
+others wait for. Who asks while a flight is in progress waits for it without a second upstream query:
+
+* a thread blocks on the flight's ``threading.Event``;
+* a coroutine awaits a future of its own, which the flight's end sets (through
+  ``call_soon_threadsafe`` when the flight ran on another thread or loop).
+
+Nothing ever blocks a thread that runs the flight it would wait for: a blocking ``lookup`` called on
+the loop thread of an asyncio flight for the same name (or from inside a flight, re-entrantly) resolves
+on its own instead. A waiting coroutine that is cancelled leaves the flight; when the last waiter (thread
+or coroutine) has left, the flight's task is cancelled and the coroutine that was cancelled last waits
+until it has finished (its sockets are closed when the cancelled lookup returns). A flight that ends
+without an outcome (its task cancelled: by the last waiter, or by a loop shutting down) is "abandoned":
+whoever still waits starts over, and leads the next flight or joins it. Threads and coroutines waiting
+for a flight on another loop check every ``_LIVENESS_CHECK`` seconds that the loop still runs (a loop
+stopped or closed with the task pending would otherwise strand them) and start over if it does not.
 
 This file is pure Python; ``_cache_c.pxd`` declares the same classes as ``cdef`` classes and the build
 compiles this source under the name ``_cache_c``.
@@ -31,13 +53,16 @@ compiles this source under the name ``_cache_c``.
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import functools
 import threading
 import time
 from collections import OrderedDict
 from typing import Any
 
 from fastnet.dns._base import (
+    alookup_with_ttl,
     forward_connect_failed,
     forward_connected,
     is_ip_literal,
@@ -49,6 +74,13 @@ from fastnet.exceptions import UnknownHostError
 __all__ = ["CachingDns", "DnsCache", "IpBlacklist"]
 
 _monotonic = time.monotonic
+_get_ident = threading.get_ident
+
+#: Seconds between the checks that a flight's event loop still runs, made by threads and coroutines that
+#: wait for a flight on another loop.
+_LIVENESS_CHECK = 0.5
+#: Abandoned flights a lookup starts over after, before it resolves on its own.
+_MAX_ROUNDS = 8
 
 
 class _Entry:
@@ -307,14 +339,26 @@ class IpBlacklist:
 
 
 class _Flight:
-    """A resolution in progress that other threads asking for the same host wait for."""
+    """A resolution in progress that other threads and coroutines asking for the same host wait for.
 
-    __slots__ = ("done", "addresses", "error")
+    ``loop`` is ``None`` for a blocking flight (resolved by thread ``owner``); for an asyncio flight it is
+    the loop that runs ``task`` (``owner`` is that loop's thread). Threads wait on ``done`` (``blocked``
+    counts them); coroutines on a future of theirs, listed in ``waiters`` as ``(loop, future)``, a list
+    that becomes ``None`` when the flight lands. ``abandoned``: it ended without an outcome.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("done", "addresses", "error", "abandoned", "owner", "loop", "task", "waiters", "blocked")
+
+    def __init__(self, loop: Any = None) -> None:
         self.done = threading.Event()
         self.addresses: Any = None
         self.error: Any = None
+        self.abandoned = False
+        self.owner = _get_ident()
+        self.loop = loop
+        self.task: Any = None
+        self.waiters: list[tuple[Any, Any]] | None = []
+        self.blocked = 0
 
 
 class CachingDns:
@@ -371,23 +415,51 @@ class CachingDns:
             raise error
         return self._miss(hostname)
 
+    async def alookup(self, hostname: str) -> list[str]:
+        """:meth:`lookup` on the running loop: the same cache and flights (a blocking and an asyncio lookup
+        of one name share the entry and the upstream query); a miss awaits ``inner``'s ``alookup``."""
+        entry = self.cache._entry(hostname)
+        if entry is not None and entry.expires > _monotonic():
+            if entry.error is None:
+                return list(entry.addresses)
+            error = UnknownHostError(str(entry.error), phase="dns")
+            if entry.cause is not None:
+                error.__cause__ = entry.cause
+            raise error
+        return await self._amiss(hostname)
+
     def _miss(self, hostname: str) -> list[str]:
         if is_ip_literal(hostname):
             return [normalize_hostname(hostname)]
         # entries are keyed by the name as the caller spells it, so the caller's next hit is one lookup
         name = normalize_hostname(hostname)
-        with self._lock:
-            flight = self._flights.get(hostname)
-            leader = flight is None
+        for _ in range(_MAX_ROUNDS):
+            alone = False
+            with self._lock:
+                flight: Any = self._flights.get(hostname)
+                leader = flight is None
+                if leader:
+                    flight = _Flight()
+                    self._flights[hostname] = flight
+                elif flight.owner == _get_ident():
+                    alone = True  # this thread runs that flight: waiting for it would never end
+                else:
+                    flight.blocked += 1
+            if alone:
+                return self._resolve(hostname, name)
             if leader:
-                flight = _Flight()
-                self._flights[hostname] = flight
-        assert flight is not None
-        if not leader:
-            flight.done.wait()
-            if flight.error is not None:
-                raise _copy_error(flight.error)
-            return list(flight.addresses)
+                return self._lead(hostname, name, flight)
+            if self._block(hostname, flight):
+                if flight.error is not None:
+                    raise _copy_error(flight.error)
+                return list(flight.addresses)
+            entry = self.cache._entry(hostname)  # abandoned: maybe someone else resolved it meanwhile
+            if entry is not None and entry.expires > _monotonic() and entry.error is None:
+                return list(entry.addresses)
+        return self._resolve(hostname, name)
+
+    def _lead(self, hostname: str, name: str, flight: Any) -> list[str]:
+        """Resolve as the thread of a blocking flight."""
         try:
             addresses = self._resolve(hostname, name)
             flight.addresses = addresses
@@ -396,24 +468,186 @@ class CachingDns:
             flight.error = exc
             raise
         finally:
+            self._land(hostname, flight)
+
+    def _block(self, hostname: str, flight: Any) -> bool:
+        """Wait (blocking) for another thread's or loop's flight: True when it landed with an outcome."""
+        try:
+            if flight.loop is None:
+                flight.done.wait()
+            else:
+                while not flight.done.wait(_LIVENESS_CHECK):
+                    if not _runs(flight.loop):
+                        self._drop(hostname, flight)
+                        return False
+        finally:
             with self._lock:
+                flight.blocked -= 1
+        return not flight.abandoned
+
+    async def _amiss(self, hostname: str) -> list[str]:
+        if is_ip_literal(hostname):
+            return [normalize_hostname(hostname)]
+        name = normalize_hostname(hostname)
+        loop = asyncio.get_running_loop()
+        for _ in range(_MAX_ROUNDS):
+            future = loop.create_future()
+            alone = False
+            with self._lock:
+                flight: Any = self._flights.get(hostname)
+                leader = flight is None
+                if leader:
+                    flight = _Flight(loop)
+                    self._flights[hostname] = flight
+                elif flight.loop is None and flight.owner == _get_ident():
+                    alone = True  # a blocking flight of this very thread (re-entered): it cannot land
+                if not alone:
+                    flight.waiters.append((loop, future))
+            if alone:
+                return await self._aresolve(hostname, name)
+            if leader:
+                # its own task: cancelling this coroutine must not stop what the others wait for
+                task = loop.create_task(self._aresolve(hostname, name))
+                flight.task = task
+                task.add_done_callback(functools.partial(self._landed, hostname, flight))
+            try:
+                if flight.loop is None or flight.loop is loop:
+                    await future
+                    landed = True
+                else:
+                    landed = await self._await_remote(hostname, flight, loop, future)
+            except asyncio.CancelledError:
+                task = self._leave(hostname, flight, loop, future)
+                if task is not None and not task.done():
+                    await asyncio.wait((task,))  # its sockets are closed when this lookup returns
+                raise
+            if landed and not flight.abandoned:
+                error = flight.error
+                if error is not None:
+                    if leader:
+                        raise error
+                    raise _copy_error(error)
+                return list(flight.addresses)
+            entry = self.cache._entry(hostname)  # abandoned: maybe someone else resolved it meanwhile
+            if entry is not None and entry.expires > _monotonic() and entry.error is None:
+                return list(entry.addresses)
+        return await self._aresolve(hostname, name)
+
+    async def _await_remote(self, hostname: str, flight: Any, loop: Any, future: Any) -> bool:
+        """Await the end of a flight on another loop: True when it landed, False when that loop stopped
+        running first (the flight is dropped: it may never land)."""
+        while True:
+            done, _ = await asyncio.wait((future,), timeout=_LIVENESS_CHECK)
+            if done:
+                return True
+            if not _runs(flight.loop):
+                self._drop(hostname, flight)
+                with self._lock:
+                    waiters = flight.waiters
+                    if waiters is not None and (loop, future) in waiters:
+                        waiters.remove((loop, future))
+                return False
+
+    def _landed(self, hostname: str, flight: Any, task: Any) -> None:
+        """The task of an asyncio flight has finished: record its outcome and wake the waiters."""
+        if task.cancelled():
+            flight.abandoned = True
+        else:
+            error = task.exception()
+            if error is None:
+                flight.addresses = task.result()
+            else:
+                flight.error = error
+        self._land(hostname, flight)
+
+    def _land(self, hostname: str, flight: Any) -> None:
+        """End ``flight``: no longer joinable; wake the threads and the coroutines waiting for it."""
+        with self._lock:
+            if self._flights.get(hostname) is flight:
                 del self._flights[hostname]
-            flight.done.set()
+            waiters = flight.waiters
+            flight.waiters = None
+        flight.done.set()
+        if waiters:
+            current = _running_loop()
+            for loop, future in waiters:
+                if loop is current:
+                    _wake(future)
+                else:
+                    try:
+                        loop.call_soon_threadsafe(_wake, future)
+                    except RuntimeError:  # that loop is closed: its coroutines are gone with it
+                        pass
+
+    def _drop(self, hostname: str, flight: Any) -> None:
+        """Forget ``flight`` (its loop no longer runs): the next lookup starts a new one."""
+        with self._lock:
+            if self._flights.get(hostname) is flight:
+                del self._flights[hostname]
+
+    def _leave(self, hostname: str, flight: Any, loop: Any, future: Any) -> Any:
+        """A waiting coroutine was cancelled: it leaves ``flight``. When nobody waits any more the
+        flight's task is cancelled; returned when it runs on ``loop`` (the caller waits for it)."""
+        with self._lock:
+            waiters = flight.waiters
+            if waiters is None:
+                return None  # landed already
+            if (loop, future) in waiters:
+                waiters.remove((loop, future))
+            task = flight.task
+            if waiters or flight.blocked or task is None or task.done():
+                return None
+            if self._flights.get(hostname) is flight:
+                del self._flights[hostname]  # newcomers start afresh rather than join a cancelled flight
+        if flight.loop is loop:
+            task.cancel()
+            return task
+        try:
+            flight.loop.call_soon_threadsafe(task.cancel)
+        except RuntimeError:  # that loop is closed
+            pass
+        return None
 
     def _resolve(self, hostname: str, name: str) -> list[str]:
-        cache = self.cache
         try:
             addresses, ttl = lookup_with_ttl(self.inner, name)
         except (ValueError, TypeError):
             raise
         except Exception as exc:
-            stale = cache.get_stale(hostname)
+            stale = self._fallback(hostname, exc)
             if stale is not None:
                 return stale
-            if isinstance(exc, UnknownHostError):
-                # the message, not str(exc): that adds "(dns)", and the cached error adds it again
-                cache.put_negative(hostname, exc.message, None, _detached(exc.__cause__))
             raise
+        return self._accept(hostname, name, addresses, ttl)
+
+    async def _aresolve(self, hostname: str, name: str) -> list[str]:
+        """:meth:`_resolve` through ``inner``'s ``alookup_with_ttl`` (or what stands for it)."""
+        try:
+            addresses, ttl = await alookup_with_ttl(self.inner, name)
+        except (ValueError, TypeError):
+            raise
+        except Exception as exc:
+            stale = self._fallback(hostname, exc)
+            if stale is not None:
+                return stale
+            raise
+        return self._accept(hostname, name, addresses, ttl)
+
+    def _fallback(self, hostname: str, exc: Exception) -> list[str] | None:
+        """``inner`` failed: a stale answer to serve instead, or ``None`` (the failure is cached when it
+        is an ``UnknownHostError``) and the caller raises."""
+        cache = self.cache
+        stale = cache.get_stale(hostname)
+        if stale is not None:
+            return stale
+        if isinstance(exc, UnknownHostError):
+            # the message, not str(exc): that adds "(dns)", and the cached error adds it again
+            cache.put_negative(hostname, exc.message, None, _detached(exc.__cause__))
+        return None
+
+    def _accept(self, hostname: str, name: str, addresses: list[str], ttl: Any) -> list[str]:
+        """``inner`` answered: filter, cache and return the answer (an empty one fails like an error)."""
+        cache = self.cache
         if not addresses:
             stale = cache.get_stale(hostname)
             if stale is not None:
@@ -465,6 +699,23 @@ class CachingDns:
         return f"CachingDns({self.inner!r}, {self.cache!r})"
 
 
+def _runs(loop: Any) -> bool:
+    """Whether ``loop`` is running (so a flight of it can still land)."""
+    return bool(loop.is_running()) and not loop.is_closed()
+
+
+def _running_loop() -> Any:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _wake(future: Any) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 def _detached(error: Any) -> Any:
     """A copy of ``error`` without traceback, cause or context (``None`` if it cannot be copied)."""
     if error is None:
@@ -476,7 +727,7 @@ def _detached(error: Any) -> Any:
 
 
 def _copy_error(error: BaseException) -> BaseException:
-    """A fresh exception for a waiting thread, so one traceback is not shared between threads."""
+    """A fresh exception for a waiting thread or coroutine, so one traceback is not shared."""
     if isinstance(error, UnknownHostError):
         copy = UnknownHostError(error.message, phase=error.phase)
     elif isinstance(error, Exception):

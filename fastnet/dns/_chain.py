@@ -20,6 +20,7 @@ from typing import Any
 
 from fastnet.dns._base import (
     _strip_brackets,
+    alookup_with_ttl,
     as_dns,
     forward_connect_failed,
     forward_connected,
@@ -60,38 +61,42 @@ class ChainDns:
         """Like :meth:`lookup`, plus the winning resolver's TTL (``None`` when unknown)."""
         if is_ip_literal(hostname):
             return [_strip_brackets(hostname)], None
-        name = normalize_hostname(hostname)
-        blacklist = self.blacklist
-        collected: list[str] = []
-        seen: set[str] = set()
-        failures: list[str] = []
-        ttls: list[float] = []
+        walk = _Walk(normalize_hostname(hostname), self.blacklist)
         for resolver in self.resolvers:
             try:
-                addresses, ttl = lookup_with_ttl(resolver, name)
+                addresses, ttl = lookup_with_ttl(resolver, walk.name)
             except (ValueError, TypeError):
                 raise
             except Exception as exc:  # noqa: BLE001 - a broken resolver must not end the chain
-                # the message, not str(): an UnknownHostError adds "(dns)", inside this sentence too
-                failures.append(f"{resolver!r}: {exc.message if isinstance(exc, UnknownHostError) else exc}")
+                walk.failed(resolver, exc)
                 continue
-            for ip in addresses:
-                if ip not in seen:
-                    seen.add(ip)
-                    collected.append(ip)
-            if ttl is not None:
-                ttls.append(ttl)
-            usable = blacklist.filter(name, addresses) if blacklist is not None else addresses
+            usable = walk.answered(resolver, addresses, ttl)
             if usable:
-                return list(usable), ttl
-            failures.append(
-                f"{resolver!r}: " + ("all addresses blacklisted" if addresses else "no addresses")
-            )
-        if blacklist is not None:
-            blacklist.clear(name)
-        if collected:
-            return collected, (min(ttls) if ttls else None)
-        raise UnknownHostError(f"Unable to resolve {name}: " + "; ".join(failures), phase="dns")
+                return usable, ttl
+        return walk.end()
+
+    async def alookup(self, hostname: str) -> list[str]:
+        """:meth:`lookup` on the running loop: each resolver's ``alookup`` is awaited in turn (a resolver
+        without one is called as :func:`~fastnet.dns.alookup` does)."""
+        return (await self.alookup_with_ttl(hostname))[0]
+
+    async def alookup_with_ttl(self, hostname: str) -> tuple[list[str], float | None]:
+        """:meth:`lookup_with_ttl` on the running loop: same order, filtering and errors."""
+        if is_ip_literal(hostname):
+            return [_strip_brackets(hostname)], None
+        walk = _Walk(normalize_hostname(hostname), self.blacklist)
+        for resolver in self.resolvers:
+            try:
+                addresses, ttl = await alookup_with_ttl(resolver, walk.name)
+            except (ValueError, TypeError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - a broken resolver must not end the chain
+                walk.failed(resolver, exc)
+                continue
+            usable = walk.answered(resolver, addresses, ttl)
+            if usable:
+                return usable, ttl
+        return walk.end()
 
     def connect_failed(self, host: str, ip: str, error: BaseException) -> None:
         """Route-layer hook: count a failed connect in the blacklist and tell the resolvers."""
@@ -109,3 +114,46 @@ class ChainDns:
 
     def __repr__(self) -> str:
         return "ChainDns([" + ", ".join(repr(r) for r in self.resolvers) + "])"
+
+
+class _Walk:
+    """One walk down the chain: what was collected and why each resolver did not win."""
+
+    __slots__ = ("name", "blacklist", "collected", "seen", "failures", "ttls")
+
+    def __init__(self, name: str, blacklist: Any) -> None:
+        self.name = name
+        self.blacklist = blacklist
+        self.collected: list[str] = []
+        self.seen: set[str] = set()
+        self.failures: list[str] = []
+        self.ttls: list[float] = []
+
+    def failed(self, resolver: Any, exc: Exception) -> None:
+        # the message, not str(): an UnknownHostError adds "(dns)", inside this sentence too
+        self.failures.append(f"{resolver!r}: {exc.message if isinstance(exc, UnknownHostError) else exc}")
+
+    def answered(self, resolver: Any, addresses: list[str], ttl: float | None) -> list[str] | None:
+        """The usable addresses of this answer (collected either way), or ``None`` to go on."""
+        for ip in addresses:
+            if ip not in self.seen:
+                self.seen.add(ip)
+                self.collected.append(ip)
+        if ttl is not None:
+            self.ttls.append(ttl)
+        blacklist = self.blacklist
+        usable = blacklist.filter(self.name, addresses) if blacklist is not None else addresses
+        if usable:
+            return list(usable)
+        self.failures.append(
+            f"{resolver!r}: " + ("all addresses blacklisted" if addresses else "no addresses")
+        )
+        return None
+
+    def end(self) -> tuple[list[str], float | None]:
+        """No resolver won: clear the host's blacklist and return everything collected, or fail."""
+        if self.blacklist is not None:
+            self.blacklist.clear(self.name)
+        if self.collected:
+            return self.collected, (min(self.ttls) if self.ttls else None)
+        raise UnknownHostError(f"Unable to resolve {self.name}: " + "; ".join(self.failures), phase="dns")

@@ -4,13 +4,16 @@ Theory of operation: queries travel over a fastnet ``Client`` made for this reso
 is a :class:`BootstrapDns` that knows only the DoH server's name (so resolving the resolver never
 recurses into DoH). The client keeps its connections alive between lookups. A lookup sends the A query
 from the calling thread and the AAAA query from a two-thread pool owned by the resolver, and waits for
-both. Responses are checked before anything is believed: HTTP status 200, the right content type, at
+both. ``alookup`` does the same on an event loop, over a ``fastnet.AsyncClient`` made for this resolver
+and that loop (same options, same bootstrap ``Dns``), the AAAA query as a task beside the A one.
+Responses are checked before anything is believed: HTTP status 200, the right content type, at
 most 65 535 bytes, a DNS message (or JSON document) that answers the question asked. Answers follow
 CNAME chains from the question name; records about other names are ignored.
 
 The 65 535-byte bound holds for what is read, not only for what is parsed: a request asks for
 ``Accept-Encoding: identity``, the body is streamed and the call abandoned (never drained) as soon as
-it passes the bound, and a gzip body sent anyway is inflated at most that far (:func:`read_answer`).
+it passes the bound, and a gzip body sent anyway is inflated at most that far (:func:`read_answer`, and
+:func:`aread_answer` on the loop).
 The resolver's URL may carry user-info; ``repr()`` and every error show it without.
 
 The parsing functions take plain values (status, content type, body) so they are testable without a
@@ -19,10 +22,12 @@ network: :func:`parse_message_response` and :func:`parse_json_response`.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ipaddress
 import json
 import threading
+import weakref
 import zlib
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -51,6 +56,7 @@ __all__ = [
     "build_json_url",
     "parse_json_response",
     "parse_message_response",
+    "aread_answer",
     "read_answer",
 ]
 
@@ -87,6 +93,10 @@ class BootstrapDns:
             )
         return list(self.addresses)
 
+    async def alookup(self, hostname: str) -> list[str]:
+        """:meth:`lookup` (no I/O: it answers from its list)."""
+        return self.lookup(hostname)
+
     def __repr__(self) -> str:
         return f"BootstrapDns({self.hostname!r}, {self.addresses!r})"
 
@@ -111,35 +121,59 @@ def read_answer(response: Any) -> bytes:
     A ``gzip`` body (sent though identity was asked for) is inflated at most that far; a truncated one
     and any other ``Content-Encoding`` are bad answers.
     """
-    encoding = _media_type(response.headers.get("content-encoding")) or "identity"
-    inflater: Any = None
-    if encoding in ("gzip", "x-gzip"):
-        inflater = zlib.decompressobj(31)
-    elif encoding != "identity":
-        raise AnswerError(f"DoH server answered with Content-Encoding {encoding!r}")
-    declared = response.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_RESPONSE:
-        raise AnswerError(f"DoH response of {int(declared)} bytes exceeds {MAX_RESPONSE}")
-    too_long = f"DoH response exceeds {MAX_RESPONSE} bytes"
-    received = 0
-    size = 0
-    parts: list[bytes] = []
+    reader = _AnswerReader(response.headers)
     for data in response.iter_bytes():
-        received += len(data)
-        if received > MAX_RESPONSE:
+        reader.feed(data)
+    return reader.finish()
+
+
+async def aread_answer(response: Any) -> bytes:
+    """:func:`read_answer` for a response of ``fastnet.AsyncClient`` (read with ``aiter_bytes``)."""
+    reader = _AnswerReader(response.headers)
+    async for data in response.aiter_bytes():
+        reader.feed(data)
+    return reader.finish()
+
+
+class _AnswerReader:
+    """The checks of :func:`read_answer`: the headers first (nothing is read for a bad encoding or a
+    declared length past the bound), then each piece as it arrives, then the end."""
+
+    __slots__ = ("inflater", "received", "size", "parts")
+
+    def __init__(self, headers: Any) -> None:
+        encoding = _media_type(headers.get("content-encoding")) or "identity"
+        self.inflater: Any = None
+        if encoding in ("gzip", "x-gzip"):
+            self.inflater = zlib.decompressobj(31)
+        elif encoding != "identity":
+            raise AnswerError(f"DoH server answered with Content-Encoding {encoding!r}")
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > MAX_RESPONSE:
+            raise AnswerError(f"DoH response of {int(declared)} bytes exceeds {MAX_RESPONSE}")
+        self.received = 0
+        self.size = 0
+        self.parts: list[bytes] = []
+
+    def feed(self, data: bytes) -> None:
+        too_long = f"DoH response exceeds {MAX_RESPONSE} bytes"
+        self.received += len(data)
+        if self.received > MAX_RESPONSE:
             raise AnswerError(too_long)
-        if inflater is not None:
+        if self.inflater is not None:
             try:
-                data = inflater.decompress(data, MAX_RESPONSE + 1 - size)  # one byte past: "too long"
+                data = self.inflater.decompress(data, MAX_RESPONSE + 1 - self.size)  # one past: "too long"
             except zlib.error:
                 raise AnswerError("malformed gzip answer from DoH server") from None
-        size += len(data)
-        if size > MAX_RESPONSE:
+        self.size += len(data)
+        if self.size > MAX_RESPONSE:
             raise AnswerError(too_long)
-        parts.append(data)
-    if inflater is not None and not inflater.eof:
-        raise AnswerError("truncated gzip answer from DoH server")
-    return b"".join(parts)
+        self.parts.append(data)
+
+    def finish(self) -> bytes:
+        if self.inflater is not None and not self.inflater.eof:
+            raise AnswerError("truncated gzip answer from DoH server")
+        return b"".join(self.parts)
 
 
 def build_get_url(url: str, wire: bytes) -> str:
@@ -253,6 +287,11 @@ class DohDns:
     resolved by ``SystemDns``. ``verify`` is passed to the ``Client`` (``True``, ``False``, a CA file or an
     ``ssl.SSLContext``). ``client``, when given, is used as it is (its own ``dns`` must not be this
     resolver). Call :meth:`close` (or use ``with``) to release the connections and threads.
+
+    :meth:`alookup` asks the same way over a ``fastnet.AsyncClient`` with the same options, made on first
+    use for each event loop (a ``client`` given that is an ``AsyncClient`` is used by :meth:`alookup`
+    instead, and :meth:`lookup` makes its own blocking one), the AAAA query as a task beside the A one.
+    ``await resolver.aclose()`` (or ``async with``) closes them too.
     """
 
     def __init__(
@@ -291,8 +330,15 @@ class DohDns:
             self.bootstrap = BootstrapDns(self.host, addresses)
         else:
             self.bootstrap = SystemDns()
-        self._client = client
-        self._own_client = client is None
+        self._client: Any = None
+        self._aclient: Any = None  # an AsyncClient given as ``client``
+        if client is not None and callable(getattr(client, "aclose", None)):
+            self._aclient = client
+        else:
+            self._client = client
+        self._own_client = self._client is None  # made here (so closed here) when not given
+        # the AsyncClient made for each event loop, dropped with the loop
+        self._aclients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -322,22 +368,71 @@ class DohDns:
                 self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fastnet-doh")
             return self._executor
 
-    def close(self) -> None:
-        """Close the client this resolver made and stop its threads."""
+    def _get_async_client(self, loop: asyncio.AbstractEventLoop) -> Any:
+        with self._lock:
+            if self._closed:
+                raise UnknownHostError(f"{self!r} is closed", phase="dns")
+            if self._aclient is not None:
+                return self._aclient
+            client = self._aclients.get(loop)
+            if client is None:
+                import fastnet  # lazy: fastnet.dns must import without the client
+
+                factory = getattr(fastnet, "AsyncClient", None)
+                if factory is None:  # pragma: no cover - a fastnet without the asyncio client
+                    raise RuntimeError("DohDns.alookup needs fastnet.AsyncClient")
+                client = factory(
+                    dns=self.bootstrap,
+                    verify=self.verify,
+                    connect_timeout=self.timeout,
+                    read_timeout=self.timeout,
+                )
+                self._aclients[loop] = client
+            return client
+
+    def _shut(self) -> tuple[Any, Any, list[tuple[Any, Any]]]:
+        """Mark closed; what there is to close: the blocking client, the threads, the asyncio clients."""
         with self._lock:
             self._closed = True
             client, self._client = self._client, None
             executor, self._executor = self._executor, None
+            aclients = list(self._aclients.items())
+            self._aclients.clear()
+        return (client if self._own_client else None), executor, aclients
+
+    def close(self) -> None:
+        """Close the clients this resolver made and stop its threads (prefer ``await aclose()`` on a loop:
+        called on one, ``close()`` leaves the closing of the asyncio clients to a task of that loop)."""
+        client, executor, aclients = self._shut()
         if executor is not None:
             executor.shutdown(wait=True)
-        if client is not None and self._own_client:
+        if client is not None:
             client.close()
+        if aclients:
+            _close_async_clients([aclient for _, aclient in aclients])
+
+    async def aclose(self) -> None:
+        """Close what :meth:`close` closes, awaiting the ``AsyncClient`` of every loop (an ``AsyncClient``
+        is not bound to a loop: it closes from any)."""
+        client, executor, aclients = self._shut()
+        if executor is not None:
+            executor.shutdown(wait=False)
+        if client is not None:
+            client.close()
+        for _, aclient in aclients:
+            await aclient.aclose()
 
     def __enter__(self) -> DohDns:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+    async def __aenter__(self) -> DohDns:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
 
     # -- lookups ----------------------------------------------------------------------------------
 
@@ -357,6 +452,34 @@ class DohDns:
         outcomes = [self._resolve_type(client, name, 1)]
         if future is not None:
             outcomes.append(future.result())
+        return self._combine(name, outcomes)
+
+    async def alookup(self, hostname: str) -> list[str]:
+        """:meth:`lookup` on the running loop, over this loop's ``AsyncClient``."""
+        return (await self.alookup_with_ttl(hostname))[0]
+
+    async def alookup_with_ttl(self, hostname: str) -> tuple[list[str], float | None]:
+        """:meth:`lookup_with_ttl` on the running loop: the AAAA query runs as a task beside the A one
+        (cancelled and awaited if the lookup is cancelled); the same checks, answers and errors."""
+        if is_ip_literal(hostname):
+            return [_strip_brackets(hostname)], None
+        name = normalize_hostname(hostname)
+        loop = asyncio.get_running_loop()
+        client = self._get_async_client(loop)
+        aaaa: asyncio.Task[Any] | None = None
+        if self.ipv6:
+            aaaa = loop.create_task(self._aresolve_type(client, name, 28))
+        try:
+            outcomes = [await self._aresolve_type(client, name, 1)]
+            if aaaa is not None:
+                outcomes.append(await aaaa)
+        finally:
+            if aaaa is not None and not aaaa.done():
+                aaaa.cancel()
+                await asyncio.wait((aaaa,))
+        return self._combine(name, outcomes)
+
+    def _combine(self, name: str, outcomes: list[Any]) -> tuple[list[str], float | None]:
         addresses: list[str] = []
         reasons: list[str] = []
         ttls: list[float] = []
@@ -391,13 +514,8 @@ class DohDns:
         seen: set[Any] = set()
         ttl: float | None = None
         for _ in range(MAX_CNAME_DEPTH + 1):
-            query = make_query(qname, rdtype, zero_id=True)
-            wire = query.to_wire()
-            if self.method == "GET":
-                request = Request("GET", build_get_url(self.url, wire), headers=_asking(MESSAGE_TYPE))
-            else:
-                headers = {"Content-Type": MESSAGE_TYPE, **_asking(MESSAGE_TYPE)}
-                request = Request("POST", self.url, headers=headers, body=wire)
+            query, method, url, headers, body = self._message_request(qname, rdtype)
+            request = Request(method, url, headers=headers, body=body)
             message = parse_message_response(query, *_exchange(client, request))
             found, part_ttl, target = extract_addresses(message, qname, rdtype, seen)
             if part_ttl is not None:
@@ -415,6 +533,61 @@ class DohDns:
             url = build_json_url(self.url, current, "A" if rdtype == 1 else "AAAA")
             request = Request("GET", url, headers=_asking(JSON_TYPES[0]))
             found, part_ttl, target = parse_json_response(current, rdtype, *_exchange(client, request))
+            if part_ttl is not None:
+                ttl = part_ttl if ttl is None else min(ttl, part_ttl)
+            if target is None:
+                return found, ttl
+            if target in seen:
+                raise AnswerError(f"CNAME loop at {target}")
+            seen.add(target)
+            current = target
+        raise AnswerError(f"CNAME chain longer than {MAX_CNAME_DEPTH}")
+
+    async def _aresolve_type(self, client: Any, name: str, rdtype: int) -> Any:
+        """:meth:`_resolve_type` over an ``AsyncClient``."""
+        try:
+            if self.format == "json":
+                return await self._aresolve_json(client, name, rdtype)
+            return await self._aresolve_message(client, name, rdtype)
+        except AnswerError as exc:
+            return str(exc)
+        except Exception as exc:  # noqa: BLE001 - a failed HTTP exchange is one more reason
+            return f"DoH request failed: {type(exc).__name__}: {exc}"
+
+    def _message_request(self, qname: Any, rdtype: int) -> tuple[Any, str, str, dict[str, str], Any]:
+        """``(query, method, url, headers, body)`` of the RFC 8484 request for one question."""
+        query = make_query(qname, rdtype, zero_id=True)
+        wire = query.to_wire()
+        if self.method == "GET":
+            return query, "GET", build_get_url(self.url, wire), _asking(MESSAGE_TYPE), None
+        headers = {"Content-Type": MESSAGE_TYPE, **_asking(MESSAGE_TYPE)}
+        return query, "POST", self.url, headers, wire
+
+    async def _aresolve_message(self, client: Any, name: str, rdtype: int) -> tuple[list[str], float | None]:
+        dns = load_dnspython()
+        qname = dns.name.from_text(name)
+        seen: set[Any] = set()
+        ttl: float | None = None
+        for _ in range(MAX_CNAME_DEPTH + 1):
+            query, method, url, headers, body = self._message_request(qname, rdtype)
+            request = Request(method, url, headers=headers, body=body)
+            message = parse_message_response(query, *await _aexchange(client, request))
+            found, part_ttl, target = extract_addresses(message, qname, rdtype, seen)
+            if part_ttl is not None:
+                ttl = part_ttl if ttl is None else min(ttl, part_ttl)
+            if target is None:
+                return found, ttl
+            qname = target
+        raise AnswerError(f"CNAME chain longer than {MAX_CNAME_DEPTH}")
+
+    async def _aresolve_json(self, client: Any, name: str, rdtype: int) -> tuple[list[str], float | None]:
+        current = name
+        seen = {name}
+        ttl: float | None = None
+        for _ in range(MAX_CNAME_DEPTH + 1):
+            url = build_json_url(self.url, current, "A" if rdtype == 1 else "AAAA")
+            request = Request("GET", url, headers=_asking(JSON_TYPES[0]))
+            found, part_ttl, target = parse_json_response(current, rdtype, *await _aexchange(client, request))
             if part_ttl is not None:
                 ttl = part_ttl if ttl is None else min(ttl, part_ttl)
             if target is None:
@@ -446,3 +619,45 @@ def _exchange(client: Any, request: Request) -> tuple[int, str | None, bytes]:
     finally:
         response.close()
     return response.status_code, response.headers.get("content-type"), body
+
+
+async def _aexchange(client: Any, request: Request) -> tuple[int, str | None, bytes]:
+    """:func:`_exchange` over an ``AsyncClient``: the body streamed through :func:`aread_answer`, the call
+    abandoned (never drained) when the answer is bad or the lookup is cancelled."""
+    call = client.new_call(request)
+    response = await call.execute()
+    try:
+        body = await aread_answer(response)
+    except BaseException:
+        call.cancel()  # abandon the rest of the body: aclose() would first try to drain it
+        raise
+    finally:
+        await response.aclose()
+    return response.status_code, response.headers.get("content-type"), body
+
+
+_CLOSING: set[Any] = set()  # tasks closing asyncio clients, kept alive until they finish
+
+
+def _close_async_clients(clients: list[Any]) -> None:
+    """Close ``AsyncClient``s from blocking code: by a task when this thread runs a loop (which cannot be
+    waited for here), else on a loop made for it."""
+
+    async def close_all() -> None:
+        for client in clients:
+            await client.aclose()
+
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is not None:
+        task = running.create_task(close_all())
+        _CLOSING.add(task)
+        task.add_done_callback(_CLOSING.discard)
+        return
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(close_all())
+    finally:
+        loop.close()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
+from typing import Any
 
 from fastnet.dns._base import _strip_brackets, is_ip_literal, normalize_hostname
 from fastnet.exceptions import UnknownHostError
@@ -18,6 +20,9 @@ class SystemDns:
 
     ``family`` may be ``socket.AF_INET`` or ``socket.AF_INET6`` to ask for one family only. No caching:
     wrap it in ``CachingDns`` (as :func:`fastnet.dns.default_dns` does) to cache.
+
+    :meth:`alookup` asks the running loop's ``getaddrinfo`` (asyncio runs the call in the loop's default
+    executor, uvloop in libuv's pool): the loop keeps running while the system resolves.
     """
 
     __slots__ = ("family",)
@@ -33,24 +38,43 @@ class SystemDns:
         name = normalize_hostname(hostname)
         try:
             infos = socket.getaddrinfo(name, None, self.family, socket.SOCK_STREAM)
-        except socket.gaierror as exc:
-            raise UnknownHostError(f"{name}: {exc.strerror or exc}", phase="dns") from exc
         except (OSError, UnicodeError, ValueError) as exc:
-            raise UnknownHostError(
-                f"Broken system behaviour for dns lookup of {name}: {exc}", phase="dns"
-            ) from exc
-        seen: set[str] = set()
-        addresses: list[str] = []
-        for family, _, _, _, sockaddr in infos:
-            if family not in (socket.AF_INET, socket.AF_INET6):
-                continue
-            ip = str(sockaddr[0])
-            if ip not in seen:
-                seen.add(ip)
-                addresses.append(ip)
-        if not addresses:
-            raise UnknownHostError(f"{name}: the system resolver returned no addresses", phase="dns")
-        return addresses
+            raise _failure(name, exc) from exc
+        return _addresses(name, infos)
+
+    async def alookup(self, hostname: str) -> list[str]:
+        """:meth:`lookup` through the running loop's ``getaddrinfo``: same answers, order and errors."""
+        if is_ip_literal(hostname):
+            return [_strip_brackets(hostname)]
+        name = normalize_hostname(hostname)
+        loop = asyncio.get_running_loop()
+        try:
+            infos = await loop.getaddrinfo(name, None, family=self.family, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError, ValueError) as exc:
+            raise _failure(name, exc) from exc
+        return _addresses(name, infos)
 
     def __repr__(self) -> str:
         return "SystemDns()"
+
+
+def _failure(name: str, exc: BaseException) -> UnknownHostError:
+    if isinstance(exc, socket.gaierror):
+        return UnknownHostError(f"{name}: {exc.strerror or exc}", phase="dns")
+    return UnknownHostError(f"Broken system behaviour for dns lookup of {name}: {exc}", phase="dns")
+
+
+def _addresses(name: str, infos: Any) -> list[str]:
+    """The IPv4/IPv6 addresses of ``getaddrinfo``'s answer, first occurrence kept, order kept."""
+    seen: set[str] = set()
+    addresses: list[str] = []
+    for family, _, _, _, sockaddr in infos:
+        if family not in (socket.AF_INET, socket.AF_INET6):
+            continue
+        ip = str(sockaddr[0])
+        if ip not in seen:
+            seen.add(ip)
+            addresses.append(ip)
+    if not addresses:
+        raise UnknownHostError(f"{name}: the system resolver returned no addresses", phase="dns")
+    return addresses

@@ -43,6 +43,8 @@ __all__ = ["READ_HIGH_WATER", "AsyncRealConnection", "new_async_connection"]
 
 #: Bytes the parser may hold that no exchange asked for before the transport stops reading.
 READ_HIGH_WATER = 1 << 20
+#: How early a deadline timer may fire and still count (uvloop's timers have millisecond resolution).
+_TIMER_SLACK = 0.001
 #: asyncio's own TLS handshake timeout, set out of the way: ``start_tls`` bounds the handshake itself.
 _NO_HANDSHAKE_LIMIT = 365 * 86400.0
 
@@ -89,6 +91,10 @@ class AsyncRealConnection(RealConnection):
         "protocol",
         "view",
         "waiter",
+        "waiting_for",
+        "deadline",
+        "timer",
+        "timer_at",
         "arrived",
         "eof",
         "error",
@@ -101,6 +107,10 @@ class AsyncRealConnection(RealConnection):
     protocol: _Protocol
     view: memoryview  # the receive buffer, as the protocol hands it to the transport
     waiter: asyncio.Future[None] | None  # the fill(), drain() or recv() waiting for the transport
+    waiting_for: str  # what the waiter waits for ("read", "write"), for the timeout's message
+    deadline: float  # loop time at which the current wait times out; 0: it has no timeout
+    timer: asyncio.TimerHandle | None  # the deadline timer (see _wait), or None
+    timer_at: float  # loop time at which that timer fires
     arrived: int  # bytes fed to the parser since the last fill()
     eof: bool  # the peer closed (or the transport was lost)
     error: BaseException | None  # why the transport was lost, if it failed
@@ -123,6 +133,7 @@ class AsyncRealConnection(RealConnection):
         self.wake(None)
 
     def ended(self, exc: BaseException | None) -> None:
+        self._cancel_timer()
         self.eof = True
         if exc is not None and self.error is None:
             self.error = exc
@@ -135,16 +146,50 @@ class AsyncRealConnection(RealConnection):
             waiter.set_result(result)
 
     async def _wait(self, timeout: float, what: str) -> None:
-        """Until the transport has news for us (bytes, end, resumed writing), at most ``timeout`` s."""
-        waiter = self.loop.create_future()
+        """Until the transport has news for us (bytes, end, resumed writing), at most ``timeout`` s.
+
+        A loop timer per wait would cost more than the rest of the wait (about 2 µs to schedule and
+        cancel, on either loop), so the connection keeps one lazy timer instead: a wait only writes its
+        deadline, and arms the timer when none is due by then. When the timer fires it fails a wait whose
+        deadline passed, re-arms for a later deadline, and otherwise (nobody waits) lapses. On a busy
+        keep-alive connection it fires once per timeout period, not once per request."""
+        loop = self.loop
+        waiter = loop.create_future()
         self.waiter = waiter
-        timer = self.loop.call_later(timeout, _expire, waiter, what) if timeout > 0 else None
+        self.waiting_for = what
+        if timeout > 0:
+            deadline = loop.time() + timeout
+            self.deadline = deadline
+            timer = self.timer
+            if timer is None or self.timer_at > deadline:
+                if timer is not None:
+                    timer.cancel()
+                self.timer_at = deadline
+                self.timer = loop.call_at(deadline, self._deadline_reached)
+        else:
+            self.deadline = 0.0
         try:
             await waiter
         finally:
             self.waiter = None
-            if timer is not None:
-                timer.cancel()
+
+    def _deadline_reached(self) -> None:
+        self.timer = None
+        waiter = self.waiter
+        deadline = self.deadline
+        if waiter is None or waiter.done() or deadline == 0.0:
+            return  # nobody waits (or without a timeout): the next wait arms a new timer
+        if self.loop.time() + _TIMER_SLACK >= deadline:
+            waiter.set_exception(TimeoutError(f"{self.waiting_for} timed out"))
+        else:
+            self.timer_at = deadline
+            self.timer = self.loop.call_at(deadline, self._deadline_reached)
+
+    def _cancel_timer(self) -> None:
+        timer = self.timer
+        if timer is not None:
+            self.timer = None
+            timer.cancel()
 
     # -- I/O: what an exchange calls (the blocking connection's methods, as coroutines) ------------
 
@@ -328,11 +373,6 @@ class AsyncRealConnection(RealConnection):
         return lost
 
 
-def _expire(waiter: asyncio.Future[None], what: str) -> None:
-    if not waiter.done():
-        waiter.set_exception(TimeoutError(f"{what} timed out"))
-
-
 def new_async_connection(
     loop: asyncio.AbstractEventLoop,
     route: Route | None,
@@ -373,6 +413,10 @@ def new_async_connection(
     conn.protocol = _Protocol(conn)
     conn.view = memoryview(conn.buf)
     conn.waiter = None
+    conn.waiting_for = ""
+    conn.deadline = 0.0
+    conn.timer = None
+    conn.timer_at = 0.0
     conn.arrived = 0
     conn.eof = False
     conn.error = None
