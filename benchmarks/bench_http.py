@@ -6,13 +6,18 @@ Workloads:
 * W2 - as W1, the response carries 40 extra headers (µs per request)
 * W3 - a 1 MiB download on a kept-alive connection (MiB/s)
 * W5 - a new connection per request (``Connection: close``; µs per request)
+* W6 - a 3-hop redirect chain on one kept-alive connection (``/r3`` → ``/r2`` → ``/r1`` → ``/2b``,
+  nginx's ``302`` with an absolute ``Location``; µs per chain of four requests). The raw floor sends the
+  four prebuilt requests it knows, so it pays for no ``Location`` parsing.
 
 Clients: ``raw`` (the floor: prebuilt request bytes, ``recv_into`` a reusable buffer until the
-Content-Length is satisfied), ``fastnet``, ``urllib3``, ``requests``, ``httpx``, ``aiohttp``,
-``aiohttp+uvloop`` (if uvloop is installed) and ``pycurl``. Each is used the way its documentation shows,
-with default settings. The client process and nginx's worker share one CPU. Clients are interleaved
-within each round; the figure is the median over rounds and the ratio is to the raw floor's figure in
-the same run (time ratio for µs; for W3 the client's MiB/s over the floor's).
+Content-Length is satisfied), ``fastnet``, ``fastnet-into`` (streamed, each body read with
+``response.readinto`` into one reused buffer), ``urllib3``, ``requests``, ``httpx``, ``aiohttp``,
+``aiohttp+uvloop`` (if uvloop is installed), ``pycurl`` and ``pyreqwest`` (its sync client). Each is
+used the way its documentation shows, with default settings. The client process and nginx's worker
+share one CPU. Clients are interleaved within each round; the figure is the median over rounds and the
+ratio is to the raw floor's figure in the same run (time ratio for µs; for W3 the client's MiB/s over
+the floor's).
 
 Usage::
 
@@ -52,12 +57,22 @@ WORKLOADS: dict[str, tuple[str, bool, str]] = {
     "W2": ("/h40", False, "µs"),
     "W3": ("/1m.bin", False, "MiB/s"),
     "W5": ("/2b", True, "µs"),
+    "W6": ("/r3", False, "µs"),
 }
+#: W6's chain as the raw floor walks it.
+_REDIRECT_CHAIN = {"/r3": ["/r3", "/r2", "/r1", "/2b"]}
+#: nginx locations W6 needs.
+NGINX_LOCATIONS = """
+        location = /r3 { return 302 /r2; }
+        location = /r2 { return 302 /r1; }
+        location = /r1 { return 302 /2b; }
+"""
 WORKLOAD_TITLES = {
     "W1": "W1 keep-alive GET, 2-byte body (µs/request)",
     "W2": "W2 as W1 + 40 response headers (µs/request)",
     "W3": "W3 1 MiB download (MiB/s)",
     "W5": "W5 new connection per request (µs/request)",
+    "W6": "W6 3-hop redirect chain (µs/chain)",
 }
 _TIMEOUT = 10.0
 _CLOSE = {"Connection": "close"}
@@ -75,11 +90,15 @@ Factory = Callable[[str, str, int, str, bool, int], tuple[Callable[[int], float]
 
 
 def _raw(url: str, host: str, port: int, path: str, close: bool, expect: int) -> Any:
-    req = (
-        f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
-        + ("Connection: close\r\n" if close else "")
-        + "\r\n"
-    ).encode()
+    reqs = [
+        (
+            f"GET {hop} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            + ("Connection: close\r\n" if close else "")
+            + "\r\n"
+        ).encode()
+        for hop in _REDIRECT_CHAIN.get(path, [path])
+    ]
+    last = reqs[-1]
     buf = bytearray(65536)
     view = memoryview(buf)
     body = bytearray(expect)
@@ -97,6 +116,10 @@ def _raw(url: str, host: str, port: int, path: str, close: bool, expect: int) ->
         return s
 
     def one(s: socket.socket) -> None:
+        for req in reqs:
+            one_request(s, req)
+
+    def one_request(s: socket.socket, req: bytes) -> None:
         s.sendall(req)
         got = s.recv_into(buf)
         end = buf.find(b"\r\n\r\n", 0, got)
@@ -127,7 +150,7 @@ def _raw(url: str, host: str, port: int, path: str, close: bool, expect: int) ->
                 if not n:
                     raise common.ClientError("connection closed in body")
                 have += n
-        if length != expect:
+        if length != expect and req is last:
             raise common.ClientError(f"body of {length} bytes")
 
     def run(n: int) -> float:
@@ -170,6 +193,31 @@ def _fastnet(url: str, host: str, port: int, path: str, close: bool, expect: int
             body = r.content
         elapsed = time.perf_counter() - t0
         _check(r.status_code, len(body), expect)
+        return elapsed
+
+    return run, client.close
+
+
+def _fastnet_into(url: str, host: str, port: int, path: str, close: bool, expect: int) -> Any:
+    """fastnet's zero-copy path: each body read with ``readinto`` into one reused buffer, as the raw floor
+    reads (a streamed request, so the body is not first made into ``content``)."""
+    import fastnet
+
+    client = fastnet.Client()
+    headers = _CLOSE if close else None
+    buffer = bytearray(max(expect, 65536))
+    view = memoryview(buffer)
+
+    def run(n: int) -> float:
+        stream = client.stream
+        t0 = time.perf_counter()
+        for _ in range(n):
+            with stream("GET", url, headers=headers) as r:
+                got = 0
+                while k := r.readinto(view[got:]):
+                    got += k
+        elapsed = time.perf_counter() - t0
+        _check(r.status_code, got, expect)
         return elapsed
 
     return run, client.close
@@ -290,7 +338,7 @@ def _requests(url: str, host: str, port: int, path: str, close: bool, expect: in
 def _httpx(url: str, host: str, port: int, path: str, close: bool, expect: int) -> Any:
     import httpx
 
-    client = httpx.Client(timeout=_TIMEOUT)
+    client = httpx.Client(timeout=_TIMEOUT, follow_redirects=True)
     headers = _CLOSE if close else None
 
     def run(n: int) -> float:
@@ -353,6 +401,7 @@ def _pycurl(url: str, host: str, port: int, path: str, close: bool, expect: int)
     c.setopt(pycurl.URL, url)
     c.setopt(pycurl.TIMEOUT, int(_TIMEOUT))
     c.setopt(pycurl.PROXY, "")
+    c.setopt(pycurl.FOLLOWLOCATION, 1)
     if close:
         c.setopt(pycurl.HTTPHEADER, ["Connection: close"])
 
@@ -371,6 +420,27 @@ def _pycurl(url: str, host: str, port: int, path: str, close: bool, expect: int)
     return run, c.close
 
 
+def _pyreqwest(url: str, host: str, port: int, path: str, close: bool, expect: int) -> Any:
+    from pyreqwest.client import SyncClientBuilder
+
+    client = SyncClientBuilder().build()  # follows redirects by default (reqwest's policy: up to 10)
+
+    def run(n: int) -> float:
+        get = client.get
+        t0 = time.perf_counter()
+        for _ in range(n):
+            builder = get(url)
+            if close:
+                builder = builder.header("Connection", "close")
+            r = builder.build().send()
+            body = r.bytes()
+        elapsed = time.perf_counter() - t0
+        _check(r.status, len(body), expect)
+        return elapsed
+
+    return run, client.close
+
+
 def _have(module: str) -> bool:
     try:
         __import__(module)
@@ -382,7 +452,9 @@ def _have(module: str) -> bool:
 CLIENTS: dict[str, tuple[Factory, Callable[[], bool]]] = {
     "raw": (_raw, lambda: True),
     "fastnet": (_fastnet, lambda: _have("fastnet")),
+    "fastnet-into": (_fastnet_into, lambda: _have("fastnet")),
     "pycurl": (_pycurl, lambda: _have("pycurl")),
+    "pyreqwest": (_pyreqwest, lambda: _have("pyreqwest")),
     "aiohttp+uvloop": (_aiohttp_factory(True), lambda: _have("aiohttp") and _have("uvloop")),
     "aiohttp": (_aiohttp_factory(False), lambda: _have("aiohttp")),
     "urllib3": (_urllib3, lambda: _have("urllib3")),
@@ -421,7 +493,7 @@ def _profile(n: int, workloads: list[str], pin: bool) -> int:
     import fastnet
 
     common.clean_proxy_env()
-    with common.Nginx() as nginx:
+    with common.Nginx(locations=NGINX_LOCATIONS) as nginx:
         if pin:
             common.pin_for_sequential(nginx.pids())
         for wl in workloads:
@@ -516,7 +588,7 @@ def main(argv: list[str] | None = None) -> int:
         clients[f"fastnet@{os.path.basename(os.path.abspath(tree))}"] = _fastnet_elsewhere(tree)
 
     results: dict[str, dict[str, common.Timing]] = {}
-    with common.Nginx() as nginx:
+    with common.Nginx(locations=NGINX_LOCATIONS) as nginx:
         cpu = None if args.no_pin else common.pin_for_sequential(nginx.pids())
         print(
             f"nginx pid {nginx.proc.pid if nginx.proc else '?'} on 127.0.0.1:{nginx.port}; "

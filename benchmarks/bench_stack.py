@@ -15,7 +15,9 @@ asyncio engine's own work per request (coroutines, chain, bridge, pool, serialis
 ``--instructions`` counts instructions per request with valgrind's callgrind instead of timing: two runs
 of different lengths, the difference divided by the extra requests (so start-up cancels out). The count
 is the same whatever else the machine is doing, which makes it the measure to trust for a small change
-on a shared machine; ``--compare-with TREE`` counts another checkout the same way.
+on a shared machine; ``--compare-with TREE`` counts another checkout the same way. The runs use
+``PYTHONHASHSEED=0`` unless it is set: string hashing differs per process otherwise, and with it the
+dict probes, which moves the count by a few hundred instructions from one run to the next.
 """
 
 from __future__ import annotations
@@ -133,7 +135,8 @@ def _instructions(tree: str, headers: int, use_asyncio: bool = False) -> float:
                 ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
                  os.path.abspath(__file__), "--loop", str(n), "--headers", str(headers)]
                 + (["--asyncio"] if use_asyncio else []),
-                env=dict(os.environ, PYTHONPATH=os.path.abspath(tree)), cwd=tmp,
+                env=dict(os.environ, PYTHONPATH=os.path.abspath(tree),
+                         PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0")), cwd=tmp,
                 capture_output=True, text=True, timeout=600, check=True,
             )  # fmt: skip
             found = re.search(r"Collected : (\d+)", done.stderr)

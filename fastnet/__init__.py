@@ -2,8 +2,9 @@
 
 >>> import fastnet
 >>> with fastnet.Client() as client:
-...     r = client.get("http://127.0.0.1:8080/")
+...     r = client.get("http://127.0.0.1:8080/", params={"q": "fastnet"}, timeout=5)
 ...     print(r.status_code, r.text)
+>>> fastnet.get("http://127.0.0.1:8080/").json()     # one shared default client
 
 ``fastnet.AsyncClient`` is the asyncio client (imported on first use, so a blocking program never
 imports asyncio). ``fastnet.compiled`` tells whether the compiled build is running (see
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fastnet import _compat, dns
+from fastnet._default import default_client, delete, get, head, options, patch, post, put, request, stream
 from fastnet._version import __version__
 from fastnet.authenticator import Authenticator, BasicAuthenticator, Challenge, Credentials
 from fastnet.client import Call, Client
@@ -43,6 +45,7 @@ from fastnet.exceptions import (
     UnknownHostError,
     WriteTimeout,
 )
+from fastnet.forms import MultipartBody
 from fastnet.headers import Headers
 from fastnet.interceptor import Chain, Interceptor
 from fastnet.proxy import EnvProxySelector, Proxy, ProxySelector, ProxyType
@@ -50,6 +53,7 @@ from fastnet.request import Request, RequestBody
 from fastnet.response import Response
 from fastnet.retry import Retry
 from fastnet.route import Address, Route
+from fastnet.timeout import USE_CLIENT_DEFAULT, Timeout
 from fastnet.timings import Timings
 from fastnet.url import URL
 
@@ -98,6 +102,7 @@ __all__ = [
     "Interceptor",
     "LoggingEventListener",
     "MemoryCookieJar",
+    "MultipartBody",
     "NO_COOKIES",
     "NetworkError",
     "PoolTimeout",
@@ -114,13 +119,25 @@ __all__ = [
     "Route",
     "RouteError",
     "TimeoutError",
+    "Timeout",
     "Timings",
     "TlsError",
     "TlsVerificationError",
     "URL",
+    "USE_CLIENT_DEFAULT",
     "UnknownHostError",
     "WriteTimeout",
     "__version__",
     "compiled",
+    "default_client",
+    "delete",
     "dns",
+    "get",
+    "head",
+    "options",
+    "patch",
+    "post",
+    "put",
+    "request",
+    "stream",
 ]

@@ -28,5 +28,6 @@ cdef class Request:
     cdef readonly RequestBody body
     cdef readonly object proxy
     cdef readonly object tag
+    cdef readonly object _options
 
     cpdef Request with_headers(self, Headers headers)

@@ -33,6 +33,7 @@ cdef class Response:
     cdef public object network_response
     cdef public object route
     cdef public object timings
+    cdef public object _encoding
     cdef object __weakref__
 
     @cython.locals(source=ResponseBodySource)

@@ -11,11 +11,15 @@ its pool.
 from __future__ import annotations
 
 import codecs
+import datetime
+import inspect
 import json as _json
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
+from fastnet._content import charset_of, decode_guessing, guess_encoding, parse_links
 from fastnet.challenge import Challenge, parse_challenges
+from fastnet.cookies import parse_set_cookie
 from fastnet.exceptions import HTTPStatusError
 from fastnet.headers import Headers, HeadersLike, as_headers
 
@@ -96,6 +100,12 @@ class ResponseBodySource:
     async def aclose_body(self) -> None:
         self.close_body()
 
+    def readinto(self, buffer: memoryview) -> int:
+        raise RuntimeError(_ASYNC_BODY)
+
+    async def areadinto(self, buffer: memoryview) -> int:
+        raise RuntimeError(_BLOCKING_BODY)
+
 
 _ASYNC_BODY = (
     "this response's body streams from an asyncio client: read it with await response.aread() "
@@ -133,6 +143,7 @@ class Response:
         "network_response",
         "route",
         "timings",
+        "_encoding",
         "__weakref__",
     )
     status_code: int
@@ -149,6 +160,7 @@ class Response:
     route: Route | None
     #: How long each phase took (``fastnet.Timings``); None for a response that did not come off the network.
     timings: Timings | None
+    _encoding: str | None  # set by ``response.encoding = ...``
 
     def __init__(
         self,
@@ -176,6 +188,7 @@ class Response:
         self.network_response = None
         self.route = None
         self.timings = None
+        self._encoding = None
 
     # -- metadata -------------------------------------------------------------------------------
 
@@ -196,11 +209,62 @@ class Response:
 
     @property
     def is_success(self) -> bool:
+        """A 2xx status."""
         return 200 <= self.status_code < 300
 
     @property
+    def ok(self) -> bool:
+        """Not a 4xx or 5xx status (requests' ``ok``: what ``raise_for_status()`` lets through)."""
+        return self.status_code < 400
+
+    @property
+    def is_error(self) -> bool:
+        """A 4xx or 5xx status."""
+        return self.status_code >= 400
+
+    @property
     def is_redirect(self) -> bool:
+        """A redirect fastnet would follow: 300, 301, 302, 303, 307 or 308 with a ``Location``."""
         return self.status_code in (300, 301, 302, 303, 307, 308) and "location" in self.headers
+
+    @property
+    def reason_phrase(self) -> str:
+        """``reason`` (httpx's name)."""
+        return self.reason
+
+    @property
+    def http_version(self) -> str:
+        """``protocol`` (httpx's name): ``"HTTP/1.1"`` or ``"HTTP/1.0"``."""
+        return self.protocol
+
+    @property
+    def elapsed(self) -> datetime.timedelta:
+        """How long the call took: from its start to the end of the body once that is read (to now while it
+        streams), from ``timings.total``; zero for a response that did not come off the network.
+        ``timings.first_byte`` is the time to the response head (requests' ``elapsed``)."""
+        timings = self.timings
+        return datetime.timedelta(seconds=timings.total if timings is not None else 0.0)
+
+    @property
+    def links(self) -> dict[str, dict[str, str]]:
+        """The ``Link`` header (RFC 8288) by relation: ``r.links["next"]["url"]``."""
+        values = self.headers.get_all("link")
+        return parse_links(values) if values else {}
+
+    @property
+    def cookies(self) -> dict[str, str]:
+        """The cookies this response set (its ``Set-Cookie`` headers, as a jar would take them), by name.
+        Cookies that delete one (already expired) are left out."""
+        values = self.headers.get_all("set-cookie")
+        if not values or self.request is None:
+            return {}
+        url = self.request.url
+        out = {}
+        for value in values:
+            cookie = parse_set_cookie(value, url)
+            if cookie is not None and not cookie.is_expired():
+                out[cookie.name] = cookie.value
+        return out
 
     def header(self, name: str, default: str | None = None) -> str | None:
         return self.headers.get(name, default)
@@ -227,20 +291,55 @@ class Response:
 
     @property
     def encoding(self) -> str:
-        ctype = self.headers.get("content-type")
-        if ctype:
-            for param in ctype.split(";")[1:]:
-                key, _, value = param.strip().partition("=")
-                if key.strip().lower() == "charset" and value:
-                    return value.strip().strip('"')
+        """The text encoding ``.text`` and ``iter_lines()`` use: what you set (``r.encoding = "cp1251"``),
+        else the Content-Type's ``charset``, else UTF-8 for JSON, else ``apparent_encoding`` once the body
+        is read (UTF-8 while it streams unread)."""
+        declared = self._declared_encoding()
+        if declared is not None:
+            return declared
+        if self._source is None and not self._unreadable:
+            return self.apparent_encoding
         return "utf-8"
+
+    @encoding.setter
+    def encoding(self, value: str | None) -> None:
+        if value is not None:
+            if not isinstance(value, str):
+                raise TypeError(f"encoding must be a str or None, not {type(value).__name__}")
+            codecs.lookup(value)  # LookupError for an unknown encoding
+        self._encoding = value
+
+    def _declared_encoding(self) -> str | None:
+        chosen = self._encoding
+        if chosen is not None:
+            return chosen
+        ctype = self.headers.get("content-type")
+        declared = charset_of(ctype)
+        if declared is not None:
+            return declared
+        if ctype is not None and "json" in ctype.split(";")[0].lower():
+            return "utf-8"
+        return None
+
+    @property
+    def apparent_encoding(self) -> str:
+        """The encoding the body's bytes look like: a byte-order mark, an HTML/XML declaration, valid
+        UTF-8, else a statistical guess (``charset_normalizer`` when installed) or ``windows-1252``."""
+        return guess_encoding(self.content, self.headers.get("content-type"))
 
     @property
     def text(self) -> str:
-        try:
-            return self.content.decode(self.encoding, errors="replace")
-        except LookupError:
-            return self.content.decode("utf-8", errors="replace")
+        """The body decoded with ``encoding`` (undecodable bytes replaced)."""
+        content = self.content
+        if not content:
+            return ""
+        encoding = self._declared_encoding()
+        if encoding is not None:
+            try:
+                return content.decode(encoding, errors="replace")
+            except LookupError:  # a charset Python does not know: guess instead
+                pass
+        return decode_guessing(content, self.headers.get("content-type"))
 
     def json(self, **kwargs: Any) -> Any:
         return _json.loads(self.content, **kwargs)
@@ -326,6 +425,69 @@ class Response:
         pending += decoder.decode(b"", final=True)
         if pending:
             yield pending.rstrip("\r\n")
+
+    async def areadinto(self, buffer: Any) -> int:
+        """Read the next bytes of the (decoded) body into ``buffer``, a writable bytes-like object (a
+        ``bytearray``, a ``memoryview``, an ``array``...): how many, 0 at the end of the body. The blocking
+        client receives a plain Content-Length body straight into ``buffer``, with no bytes object in
+        between. It is for streamed responses (``client.stream``): a body already read into ``content``
+        raises ``RuntimeError``."""
+        view = _byte_view(buffer)
+        source = self._source
+        if source is None:
+            self._check_streamable()
+            return 0
+        n = await source.areadinto(view)
+        if n == 0 and self._source is source:
+            self._source = None
+        return n
+
+    async def aiter_into(self, buffer: Any) -> AsyncIterator[memoryview]:
+        """Iterate over the (decoded) body as views of ``buffer``, each holding the next bytes: the same
+        memory every time, so a view is good until the next step, and no bytes object is made per piece."""
+        view = _byte_view(buffer)
+        size = len(view)
+        if size == 0:
+            raise ValueError("iter_into() needs a buffer of at least one byte")
+        source = self._source
+        if source is None:
+            if self._unreadable:
+                raise RuntimeError(
+                    "the body of a prior response is unreadable (it was closed by a follow-up)"
+                )
+            content = self._content
+            for i in range(0, len(content), size):
+                n = min(size, len(content) - i)
+                view[:n] = content[i : i + n]
+                yield view[:n]
+            return
+        try:
+            while True:
+                n = await source.areadinto(view)
+                if n == 0:
+                    break
+                yield view[:n]
+        finally:
+            if self._source is source and source.done:
+                self._source = None
+
+    async def awrite_to(self, file: Any, buffer_size: int = 1 << 18) -> int:
+        """Stream the (decoded) body into ``file`` (anything with ``write(bytes-like)``) through one reused
+        ``buffer_size``-byte buffer; returns the number of bytes written.
+        .. async-only
+        A ``write`` that returns an awaitable (an async file object's) is awaited.
+        .. end
+        """
+        if buffer_size <= 0:
+            raise ValueError(f"buffer_size must be positive, not {buffer_size!r}")
+        written = 0
+        async for piece in self.aiter_into(bytearray(buffer_size)):
+            # sync-only: file.write(piece)
+            result = file.write(piece)  # async-only
+            if inspect.isawaitable(result):  # async-only
+                await result  # async-only
+            written += len(piece)
+        return written
 
     async def aclose(self) -> None:
         """Release the connection: drained within 100 ms and pooled, else closed."""
@@ -415,6 +577,63 @@ class Response:
         if pending:
             yield pending.rstrip("\r\n")
 
+    def readinto(self, buffer: Any) -> int:
+        """Read the next bytes of the (decoded) body into ``buffer``, a writable bytes-like object (a
+        ``bytearray``, a ``memoryview``, an ``array``...): how many, 0 at the end of the body. The blocking
+        client receives a plain Content-Length body straight into ``buffer``, with no bytes object in
+        between. It is for streamed responses (``client.stream``): a body already read into ``content``
+        raises ``RuntimeError``."""
+        view = _byte_view(buffer)
+        source = self._source
+        if source is None:
+            self._check_streamable()
+            return 0
+        n = source.readinto(view)
+        if n == 0 and self._source is source:
+            self._source = None
+        return n
+
+    def iter_into(self, buffer: Any) -> Iterator[memoryview]:
+        """Iterate over the (decoded) body as views of ``buffer``, each holding the next bytes: the same
+        memory every time, so a view is good until the next step, and no bytes object is made per piece."""
+        view = _byte_view(buffer)
+        size = len(view)
+        if size == 0:
+            raise ValueError("iter_into() needs a buffer of at least one byte")
+        source = self._source
+        if source is None:
+            if self._unreadable:
+                raise RuntimeError(
+                    "the body of a prior response is unreadable (it was closed by a follow-up)"
+                )
+            content = self._content
+            for i in range(0, len(content), size):
+                n = min(size, len(content) - i)
+                view[:n] = content[i : i + n]
+                yield view[:n]
+            return
+        try:
+            while True:
+                n = source.readinto(view)
+                if n == 0:
+                    break
+                yield view[:n]
+        finally:
+            if self._source is source and source.done:
+                self._source = None
+
+    def write_to(self, file: Any, buffer_size: int = 1 << 18) -> int:
+        """Stream the (decoded) body into ``file`` (anything with ``write(bytes-like)``) through one reused
+        ``buffer_size``-byte buffer; returns the number of bytes written.
+        """
+        if buffer_size <= 0:
+            raise ValueError(f"buffer_size must be positive, not {buffer_size!r}")
+        written = 0
+        for piece in self.iter_into(bytearray(buffer_size)):
+            file.write(piece)
+            written += len(piece)
+        return written
+
     def close(self) -> None:
         """Release the connection: drained within 100 ms and pooled, else closed."""
         self._closed = True
@@ -438,6 +657,17 @@ class Response:
 
     # unasync: generated end
 
+    def _check_streamable(self) -> None:
+        """For readinto() on a response without a streaming body: why there is nothing to read, if not
+        because the stream ended."""
+        if self._unreadable:
+            raise RuntimeError("the body of a prior response is unreadable (it was closed by a follow-up)")
+        if self._content:
+            raise RuntimeError(
+                "this response's body was already read into .content (client.get() and friends read it): "
+                "open it with client.stream(...) to read it into a buffer"
+            )
+
     def challenges(self) -> list[Challenge]:
         """Parsed ``WWW-Authenticate`` (401) or ``Proxy-Authenticate`` (407) challenges."""
         if self.status_code == 401:
@@ -448,6 +678,16 @@ class Response:
 
     def __repr__(self) -> str:
         return f"<Response [{self.status_code} {self.reason}]>"
+
+
+def _byte_view(buffer: Any) -> memoryview:
+    """``buffer`` as a writable one-dimensional byte view (``TypeError`` when it is not one)."""
+    view = memoryview(buffer)
+    if view.readonly:
+        raise TypeError(f"the body is read into a writable buffer, not a read-only {type(buffer).__name__}")
+    if view.ndim != 1 or view.format != "B":
+        view = view.cast("B")
+    return view
 
 
 def _incremental_decoder(encoding: str) -> codecs.IncrementalDecoder:
@@ -475,4 +715,5 @@ def make_response(
     response.network_response = None
     response.route = route
     response.timings = None
+    response._encoding = None
     return response

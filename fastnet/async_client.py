@@ -28,6 +28,7 @@ import inspect
 from collections.abc import AsyncIterable, AsyncIterator, Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
+from fastnet._factory import RequestFactory
 from fastnet._internal.async_bridge import AsyncBridgeInterceptor
 from fastnet._internal.async_call_server import AsyncCallServerInterceptor
 from fastnet._internal.async_chain import AsyncFunctionInterceptor, AsyncInternalInterceptor
@@ -37,8 +38,9 @@ from fastnet._internal.async_real_call import AsyncRealCall, new_async_call
 from fastnet._internal.async_real_call import get as _get
 from fastnet._internal.async_real_call import request as _request
 from fastnet._internal.async_retry_follow_up import AsyncRetryAndFollowUpInterceptor
-from fastnet.client import ClientBase
+from fastnet.client import ClientBase, DefaultHeadersInterceptor
 from fastnet.request import Request
+from fastnet.timeout import USE_CLIENT_DEFAULT
 
 if TYPE_CHECKING:
     from fastnet._internal.client_core import ClientCore
@@ -46,10 +48,11 @@ if TYPE_CHECKING:
     from fastnet._internal.map_calls import MapItem
     from fastnet.connection_pool import ConnectionPool
     from fastnet.dispatcher import Dispatcher
-    from fastnet.headers import HeadersLike
+    from fastnet.headers import Headers, HeadersLike
     from fastnet.proxy import Proxy
     from fastnet.request import BodyLike
     from fastnet.response import Response
+    from fastnet.timeout import TimeoutTypes, UseClientDefault
     from fastnet.url import URL
 
 __all__ = ["AsyncCall", "AsyncClient"]
@@ -97,6 +100,66 @@ def _async_interceptor(name: str, item: Any) -> Any:
     )
 
 
+class _AsyncDefaultHeaders(DefaultHeadersInterceptor):
+    """``DefaultHeadersInterceptor`` for the asyncio chain."""
+
+    __slots__ = ()
+
+    async def intercept(self, chain: Any) -> Response:  # type: ignore[override]
+        response: Response = await chain.proceed(self.apply(chain.request))
+        return response
+
+
+class AsyncRequestFactory(RequestFactory):
+    """The asyncio client's ``RequestFactory``: its calls are ``AsyncCall`` objects."""
+
+    __slots__ = ()
+    retry_interceptor = AsyncRetryAndFollowUpInterceptor
+
+    async def asend(
+        self,
+        core: ClientCore,
+        method: str,
+        url: Any,
+        headers: Any,
+        body: Any,
+        json: Any,
+        proxy: Any,
+        params: Any,
+        data: Any,
+        files: Any,
+        auth: Any,
+        timeout: Any,
+        follow_redirects: bool | None,
+        cookies: Any,
+        stream: bool,
+    ) -> Response:
+        request = self.build(
+            method,
+            url,
+            headers,
+            body,
+            json,
+            proxy,
+            params,
+            data,
+            files,
+            auth,
+            timeout,
+            follow_redirects,
+            cookies,
+        )
+        call = new_async_call(self.core_for(core, request), request)
+        response: Response = await call.execute()
+        if not stream and response._source is not None:
+            try:
+                await response.aread()
+            except BaseException:
+                response.close()
+                raise
+        return response
+
+
 class AsyncClient(ClientBase):
     """An asyncio HTTP client: ``Client``'s options and behaviour, with ``await``.
 
@@ -118,9 +181,15 @@ class AsyncClient(ClientBase):
     def _real_pool(self, pool: ConnectionPool) -> Any:
         return pool._asyncio_real()
 
-    def _interceptors(self, core: ClientCore, connector: Connector, app: Any, network: Any) -> list[Any]:
+    def _new_factory(self, base_url: URL | None, params: str | None) -> RequestFactory:
+        return AsyncRequestFactory(base_url, params)
+
+    def _interceptors(
+        self, core: ClientCore, connector: Connector, app: Any, network: Any, defaults: Headers | None
+    ) -> list[Any]:
         return (
-            [_async_interceptor("interceptors", i) for i in app]
+            ([_AsyncDefaultHeaders(defaults)] if defaults is not None else [])
+            + [_async_interceptor("interceptors", i) for i in app]
             + [
                 AsyncRetryAndFollowUpInterceptor(core),
                 AsyncBridgeInterceptor(core),
@@ -136,10 +205,11 @@ class AsyncClient(ClientBase):
     # -- calls ----------------------------------------------------------------------------------
 
     def new_call(self, request: Request) -> AsyncCall:
-        """An ``AsyncCall`` for ``request``; ``await call.execute()`` runs it (once)."""
+        """An ``AsyncCall`` for ``request``; ``await call.execute()`` runs it (once). The request's
+        ``timeout``, ``follow_redirects`` and ``auth`` (an Authenticator) apply to this call."""
         if not isinstance(request, Request):
             raise TypeError(f"new_call() takes a fastnet.Request, not {type(request).__name__}")
-        return new_async_call(self._core, request)
+        return new_async_call(self._factory.core_for(self._core, request), request)
 
     def map(
         self,
@@ -164,88 +234,343 @@ class AsyncClient(ClientBase):
         method: str,
         url: str | URL,
         *,
+        params: Any = None,
         headers: HeadersLike | None = None,
+        cookies: Any = None,
         body: BodyLike | None = None,
+        data: Any = None,
+        files: Any = None,
         json: Any = None,
-        proxy: Proxy | None = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
-        """Send a request and read the whole response body."""
-        response: Response = await _request(self._core, method, url, headers, body, json, False, proxy)
-        return response
+        """Send a request and read the whole response body (``Client.request``'s options)."""
+        return await self._send(
+            method,
+            url,
+            headers,
+            body,
+            json,
+            proxy,
+            params,
+            data,
+            files,
+            auth,
+            timeout,
+            follow_redirects,
+            cookies,
+        )
 
     def stream(
         self,
         method: str,
         url: str | URL,
         *,
+        params: Any = None,
         headers: HeadersLike | None = None,
+        cookies: Any = None,
         body: BodyLike | None = None,
+        data: Any = None,
+        files: Any = None,
         json: Any = None,
-        proxy: Proxy | None = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> _Streaming:
         """Send a request whose body streams: ``async with client.stream(...) as response:`` closes it at
         the end of the block (``response = await client.stream(...)`` works too; then close it)."""
-        return _Streaming(_request(self._core, method, url, headers, body, json, True, proxy))
+        return _Streaming(
+            self._send(
+                method,
+                url,
+                headers,
+                body,
+                json,
+                proxy,
+                params,
+                data,
+                files,
+                auth,
+                timeout,
+                follow_redirects,
+                cookies,
+                True,
+            )
+        )
 
-    async def get(
-        self, url: str | URL, *, headers: HeadersLike | None = None, proxy: Proxy | None = None
+    async def _send(
+        self,
+        method: str,
+        url: Any,
+        headers: Any,
+        body: Any,
+        json: Any,
+        proxy: Any,
+        params: Any,
+        data: Any,
+        files: Any,
+        auth: Any,
+        timeout: Any,
+        follow_redirects: Any,
+        cookies: Any,
+        stream: bool = False,
     ) -> Response:
-        """A GET whose body is read."""
-        response: Response = await _get(self._core, url, headers, proxy)
+        core = self._core
+        if (
+            core.factory_builds
+            or params is not None
+            or data is not None
+            or files is not None
+            or auth is not None
+            or timeout is not USE_CLIENT_DEFAULT
+            or follow_redirects is not None
+            or cookies is not None
+        ):
+            factory: AsyncRequestFactory = self._factory  # type: ignore[assignment]
+            return await factory.asend(
+                core,
+                method,
+                url,
+                headers,
+                body,
+                json,
+                proxy,
+                params,
+                data,
+                files,
+                auth,
+                timeout,
+                follow_redirects,
+                cookies,
+                stream,
+            )
+        response: Response = await _request(core, method, url, headers, body, json, stream, proxy)
         return response
 
-    async def head(
-        self, url: str | URL, *, headers: HeadersLike | None = None, proxy: Proxy | None = None
+    async def get(
+        self,
+        url: str | URL,
+        *,
+        params: Any = None,
+        headers: HeadersLike | None = None,
+        cookies: Any = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
-        return await self.request("HEAD", url, headers=headers, proxy=proxy)
+        """A GET whose body is read."""
+        core = self._core
+        if (
+            params is None
+            and auth is None
+            and timeout is USE_CLIENT_DEFAULT
+            and follow_redirects is None
+            and cookies is None
+            and not core.factory_builds
+        ):
+            response: Response = await _get(core, url, headers, proxy)
+            return response
+        return await self._send(
+            "GET",
+            url,
+            headers,
+            None,
+            None,
+            proxy,
+            params,
+            None,
+            None,
+            auth,
+            timeout,
+            follow_redirects,
+            cookies,
+        )
+
+    async def head(
+        self,
+        url: str | URL,
+        *,
+        params: Any = None,
+        headers: HeadersLike | None = None,
+        cookies: Any = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
+    ) -> Response:
+        return await self._send(
+            "HEAD",
+            url,
+            headers,
+            None,
+            None,
+            proxy,
+            params,
+            None,
+            None,
+            auth,
+            timeout,
+            follow_redirects,
+            cookies,
+        )
 
     async def options(
-        self, url: str | URL, *, headers: HeadersLike | None = None, proxy: Proxy | None = None
+        self,
+        url: str | URL,
+        *,
+        params: Any = None,
+        headers: HeadersLike | None = None,
+        cookies: Any = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
-        return await self.request("OPTIONS", url, headers=headers, proxy=proxy)
+        return await self._send(
+            "OPTIONS",
+            url,
+            headers,
+            None,
+            None,
+            proxy,
+            params,
+            None,
+            None,
+            auth,
+            timeout,
+            follow_redirects,
+            cookies,
+        )
 
     async def delete(
         self,
         url: str | URL,
         *,
+        params: Any = None,
         headers: HeadersLike | None = None,
+        cookies: Any = None,
         body: BodyLike | None = None,
-        proxy: Proxy | None = None,
+        json: Any = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
-        return await self.request("DELETE", url, headers=headers, body=body, proxy=proxy)
+        return await self._send(
+            "DELETE",
+            url,
+            headers,
+            body,
+            json,
+            proxy,
+            params,
+            None,
+            None,
+            auth,
+            timeout,
+            follow_redirects,
+            cookies,
+        )
 
     async def post(
         self,
         url: str | URL,
         *,
+        params: Any = None,
         headers: HeadersLike | None = None,
+        cookies: Any = None,
         body: BodyLike | None = None,
+        data: Any = None,
+        files: Any = None,
         json: Any = None,
-        proxy: Proxy | None = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
-        return await self.request("POST", url, headers=headers, body=body, json=json, proxy=proxy)
+        return await self._send(
+            "POST",
+            url,
+            headers,
+            body,
+            json,
+            proxy,
+            params,
+            data,
+            files,
+            auth,
+            timeout,
+            follow_redirects,
+            cookies,
+        )
 
     async def put(
         self,
         url: str | URL,
         *,
+        params: Any = None,
         headers: HeadersLike | None = None,
+        cookies: Any = None,
         body: BodyLike | None = None,
+        data: Any = None,
+        files: Any = None,
         json: Any = None,
-        proxy: Proxy | None = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
-        return await self.request("PUT", url, headers=headers, body=body, json=json, proxy=proxy)
+        return await self._send(
+            "PUT",
+            url,
+            headers,
+            body,
+            json,
+            proxy,
+            params,
+            data,
+            files,
+            auth,
+            timeout,
+            follow_redirects,
+            cookies,
+        )
 
     async def patch(
         self,
         url: str | URL,
         *,
+        params: Any = None,
         headers: HeadersLike | None = None,
+        cookies: Any = None,
         body: BodyLike | None = None,
+        data: Any = None,
+        files: Any = None,
         json: Any = None,
-        proxy: Proxy | None = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
-        return await self.request("PATCH", url, headers=headers, body=body, json=json, proxy=proxy)
+        return await self._send(
+            "PATCH",
+            url,
+            headers,
+            body,
+            json,
+            proxy,
+            params,
+            data,
+            files,
+            auth,
+            timeout,
+            follow_redirects,
+            cookies,
+        )
 
     # -- lifecycle ------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ import ssl
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, NamedTuple, ParamSpec, Self, TypeVar, overload
 
+from fastnet._factory import RequestFactory
 from fastnet._internal.bridge import BridgeInterceptor
 from fastnet._internal.call_server import CallServerInterceptor
 from fastnet._internal.chain import FunctionInterceptor
@@ -40,15 +41,17 @@ from fastnet.cookies import NO_COOKIES
 from fastnet.dispatcher import Dispatcher
 from fastnet.dns import as_dns, shared_default_dns
 from fastnet.events import EventListener
-from fastnet.headers import Headers
+from fastnet.forms import encode_pairs
+from fastnet.headers import Headers, as_headers, headers_from_list
 from fastnet.proxy import EnvProxySelector, Proxy
-from fastnet.request import Request
+from fastnet.request import Request, basic_authorization
+from fastnet.timeout import USE_CLIENT_DEFAULT, Timeout, TimeoutTypes, UseClientDefault, as_timeout
+from fastnet.url import URL
 
 if TYPE_CHECKING:
     from fastnet.headers import HeadersLike
     from fastnet.request import BodyLike
     from fastnet.response import Response
-    from fastnet.url import URL
 
 __all__ = ["Call", "Client", "ClientBase", "ClientOptions"]
 
@@ -56,6 +59,15 @@ __all__ = ["Call", "Client", "ClientBase", "ClientOptions"]
 Call = RealCall
 T = TypeVar("T")
 R = TypeVar("R")
+# the blocking client's methods that are the compiled request() with the method bound, per client
+_BOUND_METHODS = (
+    ("HEAD", "head"),
+    ("OPTIONS", "options"),
+    ("DELETE", "delete"),
+    ("POST", "post"),
+    ("PUT", "put"),
+    ("PATCH", "patch"),
+)
 P = ParamSpec("P")
 
 
@@ -90,12 +102,62 @@ class ClientOptions(NamedTuple):
     user_agent: str | None
     max_body_size: int | None
     dispatcher: Dispatcher | None
+    headers: HeadersLike | None
+    base_url: str | URL | None
+    params: Any
+    auth: Any
+    timeout: TimeoutTypes | UseClientDefault
+    cert: str | tuple[str, ...] | None
+    min_tls_version: Any
+
+    def __repr__(self) -> str:
+        # no secret in a repr: auth's password, cert's key password, sensitive default headers and
+        # credentials in a proxy or base URL are shown as ***
+        fields = zip(self._fields, self, strict=True)
+        shown = ", ".join(f"{name}={_shown_option(name, value)!r}" for name, value in fields)
+        return f"ClientOptions({shown})"
+
+
+class _Shown(str):
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _shown_option(name: str, value: Any) -> Any:
+    if value is None:
+        return value
+    if name == "auth" and isinstance(value, (tuple, list)) and len(value) == 2:
+        return (value[0], _Shown("***"))
+    if name == "cert" and isinstance(value, tuple) and len(value) > 2 and value[2] is not None:
+        return (*value[:2], _Shown("***"), *value[3:])
+    if name in ("proxy", "base_url") and isinstance(value, str) and "@" in value:
+        try:
+            return _Shown(repr(URL(value)))
+        except ValueError:
+            return _Shown("***")
+    if name == "headers" and not isinstance(value, Headers):
+        try:
+            return as_headers(value)  # its repr hides sensitive values
+        except (TypeError, ValueError):
+            return value
+    return value
 
 
 # Options whose change gives a sibling its own RouteDatabase and TLS context.
 _ROUTE_OPTIONS = frozenset(
-    ("dns", "proxy", "proxy_selector", "proxy_authenticator", "verify", "fallback_to_direct", "trust_env")
+    (
+        "dns",
+        "proxy",
+        "proxy_selector",
+        "proxy_authenticator",
+        "verify",
+        "fallback_to_direct",
+        "trust_env",
+        "cert",
+        "min_tls_version",
+    )
 )
+_TIMEOUT_OPTIONS = ("connect_timeout", "read_timeout", "write_timeout", "call_timeout")
 
 
 class _Option(Generic[T]):
@@ -130,6 +192,7 @@ def _suggest_options(
         unknown = [name for name in kwargs if name not in ClientOptions._fields]
         if unknown:
             raise TypeError(_unknown_options(type(self).__name__ + "()", unknown))
+        self._given = frozenset(kwargs)  # which timeouts were given, for timeout= (see _with_timeout)
         init(self, *args, **kwargs)
 
     functools.update_wrapper(checked, init)
@@ -191,6 +254,43 @@ def _interceptor(name: str, item: Any) -> Any:
     )
 
 
+def _with_timeout(timeout: Timeout, given: frozenset[str], values: list[Any]) -> list[Any]:
+    """The four timeout options once ``timeout=`` is applied: an option given by name wins, then the
+    phase ``timeout`` sets, then what was there."""
+    values = list(values)
+    for i, name in enumerate(_TIMEOUT_OPTIONS):
+        phase = getattr(timeout, name[: -len("_timeout")])
+        if name not in given and phase is not USE_CLIENT_DEFAULT:
+            values[i] = phase
+    return values
+
+
+class DefaultHeadersInterceptor:
+    """The client's ``headers=`` (with ``auth=(user, password)`` as an ``Authorization``) under each call's
+    own: an application interceptor, first in the chain, adding every header the request does not set.
+    Like any header, ``Authorization`` is then dropped by a redirect to another origin."""
+
+    __slots__ = ("headers",)
+
+    def __init__(self, headers: Headers) -> None:
+        self.headers = headers
+
+    def apply(self, request: Request) -> Request:
+        own = request.headers
+        lookup = own._lookup()
+        extra = [(name, value) for name, value in self.headers._items if name.lower() not in lookup]
+        if not extra:
+            return request
+        return request.replace(headers=headers_from_list(extra + list(own._items)))
+
+    def intercept(self, chain: Any) -> Response:
+        response: Response = chain.proceed(self.apply(chain.request))
+        return response
+
+    def __repr__(self) -> str:
+        return f"<client default headers {[name for name, _ in self.headers._items]}>"
+
+
 class ClientBase:
     """What ``Client`` and ``AsyncClient`` share: the options, their checks, and the pool, routes and DNS
     cache that siblings made by ``with_options`` share. Make a ``Client`` or an ``AsyncClient``."""
@@ -204,6 +304,8 @@ class ClientBase:
     _dispatcher: Dispatcher | None
     _ssl_context: ssl.SSLContext
     _request: Callable[..., Any]
+    _factory: RequestFactory
+    _given: frozenset[str]
 
     connect_timeout: _Option[float | None] = _Option()
     read_timeout: _Option[float | None] = _Option()
@@ -230,6 +332,13 @@ class ClientBase:
     verify: _Option[bool | str | ssl.SSLContext] = _Option()
     user_agent: _Option[str | None] = _Option()
     max_body_size: _Option[int | None] = _Option()
+    headers: _Option[HeadersLike | None] = _Option()
+    base_url: _Option[str | URL | None] = _Option()
+    params: _Option[Any] = _Option()
+    auth: _Option[Any] = _Option()
+    timeout: _Option[TimeoutTypes | UseClientDefault] = _Option()
+    cert: _Option[str | tuple[str, ...] | None] = _Option()
+    min_tls_version: _Option[Any] = _Option()
 
     @_suggest_options
     def __init__(
@@ -263,7 +372,20 @@ class ClientBase:
         user_agent: str | None = None,
         max_body_size: int | None = MAX_BODY_SIZE,
         dispatcher: Dispatcher | None = None,
+        headers: HeadersLike | None = None,
+        base_url: str | URL | None = None,
+        params: Any = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        cert: str | tuple[str, ...] | None = None,
+        min_tls_version: Any = None,
     ) -> None:
+        if timeout is not USE_CLIENT_DEFAULT:
+            connect_timeout, read_timeout, write_timeout, call_timeout = _with_timeout(
+                as_timeout(timeout, "timeout"),
+                getattr(self, "_given", frozenset()),
+                [connect_timeout, read_timeout, write_timeout, call_timeout],
+            )
         options = ClientOptions(
             connect_timeout,
             read_timeout,
@@ -293,6 +415,13 @@ class ClientBase:
             user_agent,
             max_body_size,
             dispatcher,
+            headers,
+            base_url,
+            params,
+            auth,
+            timeout,
+            cert,
+            min_tls_version,
         )
         self._build(options, frozenset(), None)
 
@@ -329,6 +458,42 @@ class ClientBase:
                 raise TypeError(f"{name} must have an authenticate(route, response) method")
         core.authenticator = s.authenticator
         core.proxy_authenticator = s.proxy_authenticator
+
+        # requests/httpx defaults: headers and auth=(user, password) by an interceptor, base_url and
+        # params when each request is built (the factory), an Authenticator as the authenticator
+        defaults = None
+        if s.headers is not None:
+            try:
+                defaults = as_headers(s.headers)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"headers: {exc}") from None
+        auth = s.auth
+        if auth is not None:
+            if isinstance(auth, (tuple, list)):
+                if len(auth) != 2:
+                    raise ValueError("auth must be a (user, password) pair or an Authenticator")
+                credentials = basic_authorization(auth[0], auth[1])
+                defaults = (defaults or Headers()).set("Authorization", credentials)
+            elif callable(getattr(auth, "authenticate", None)) or callable(auth):
+                if s.authenticator is not None:
+                    raise ValueError("pass auth= or authenticator=, not both")
+                core.authenticator = auth
+            else:
+                raise TypeError(
+                    f"auth must be a (user, password) pair or an Authenticator, not {type(auth).__name__}"
+                )
+        base_url = s.base_url
+        if base_url is not None:
+            if not isinstance(base_url, (str, URL)):
+                raise TypeError(f"base_url must be a str or URL, not {type(base_url).__name__}")
+            try:
+                base_url = URL(base_url)
+            except ValueError as exc:
+                raise ValueError(f"base_url: {exc}") from None
+        params = encode_pairs(s.params, "params") if s.params is not None else None
+        request_factory = self._new_factory(base_url, params or None)
+        self._factory = core.factory = request_factory
+        core.factory_builds = request_factory.builds
 
         jar = s.cookie_jar
         if jar is NO_COOKIES:
@@ -401,7 +566,9 @@ class ClientBase:
         route_changed = shared is None or bool(_ROUTE_OPTIONS & changed)
         if shared is None or route_changed:
             self._route_database = RouteDatabase()
-            self._ssl_context = build_ssl_context(s.verify)
+            self._ssl_context = build_ssl_context(
+                s.verify, cert=s.cert, min_tls_version=s.min_tls_version, trust_env=s.trust_env
+            )
             tls_sessions: dict[tuple[str, int], Any] = {}
         else:
             self._route_database = shared._route_database
@@ -426,7 +593,9 @@ class ClientBase:
             value = getattr(s, name)
             if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
                 raise TypeError(f"{name} must be a list of interceptors")
-        core.interceptors = self._interceptors(core, connector, s.interceptors, s.network_interceptors)
+        core.interceptors = self._interceptors(
+            core, connector, s.interceptors, s.network_interceptors, defaults
+        )
         self._core = core
         self._bind(core)
         pool._attach()
@@ -446,10 +615,17 @@ class ClientBase:
     def _real_pool(self, pool: ConnectionPool) -> Any:
         return pool._real
 
-    def _interceptors(self, core: ClientCore, connector: Connector, app: Any, network: Any) -> list[Any]:
-        """The whole chain: application interceptors, the built-ins, network interceptors, CallServer."""
+    def _new_factory(self, base_url: URL | None, params: str | None) -> RequestFactory:
+        return RequestFactory(base_url, params)
+
+    def _interceptors(
+        self, core: ClientCore, connector: Connector, app: Any, network: Any, defaults: Headers | None
+    ) -> list[Any]:
+        """The whole chain: the client's default headers, application interceptors, the built-ins, network
+        interceptors, CallServer."""
         return (
-            [_interceptor("interceptors", i) for i in app]
+            ([DefaultHeadersInterceptor(defaults)] if defaults is not None else [])
+            + [_interceptor("interceptors", i) for i in app]
             + [RetryAndFollowUpInterceptor(core), BridgeInterceptor(core), ConnectInterceptor(connector)]
             + [_interceptor("network_interceptors", i) for i in network]
             + [CallServerInterceptor()]
@@ -485,9 +661,50 @@ class ClientBase:
         unknown = [name for name in changes if name not in ClientOptions._fields]
         if unknown:
             raise TypeError(_unknown_options("with_options()", unknown))
+        timeout = changes.get("timeout", USE_CLIENT_DEFAULT)
+        if timeout is not USE_CLIENT_DEFAULT:
+            current = [changes.get(name, getattr(self._options, name)) for name in _TIMEOUT_OPTIONS]
+            values = _with_timeout(as_timeout(timeout, "timeout"), frozenset(changes), current)
+            changes.update(zip(_TIMEOUT_OPTIONS, values, strict=True))
         sibling = type(self).__new__(type(self))
         sibling._build(self._options._replace(**changes), frozenset(changes), self)
         return sibling
+
+    def build_request(
+        self,
+        method: str,
+        url: str | URL,
+        *,
+        params: Any = None,
+        headers: HeadersLike | None = None,
+        cookies: Any = None,
+        body: BodyLike | None = None,
+        data: Any = None,
+        files: Any = None,
+        json: Any = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
+    ) -> Request:
+        """The ``Request`` a call with these options sends, with this client's ``base_url`` and ``params``
+        applied (its default ``headers`` and ``auth`` are added by an interceptor as the call runs):
+        ``client.new_call(client.build_request("GET", "/users"))``."""
+        return self._factory.build(
+            method,
+            url,
+            headers,
+            body,
+            json,
+            proxy,
+            params,
+            data,
+            files,
+            auth,
+            timeout,
+            follow_redirects,
+            cookies,
+        )
 
     @property
     def is_closed(self) -> bool:
@@ -498,6 +715,7 @@ class ClientBase:
         if core.closed:
             return
         core.closed = True
+        self._factory.close()
         self._pool._detach()
 
     def __repr__(self) -> str:
@@ -520,8 +738,16 @@ class Client(ClientBase):
 
     def _bind(self, core: ClientCore) -> None:
         # the hot entry points: compiled functions bound to this client's core, no Python frame per request
+        # (a method a subclass overrides stays the subclass's)
         self._request = functools.partial(_request, core)
-        self.get = functools.partial(_get, core)  # type: ignore[method-assign]
+        cls = type(self)
+        if cls.get is Client.get:
+            self.get = functools.partial(_get, core)  # type: ignore[method-assign]
+        if cls.request is Client.request:
+            self.request = self._request  # type: ignore[method-assign]
+        for method, name in _BOUND_METHODS:
+            if getattr(cls, name) is getattr(Client, name):
+                setattr(self, name, functools.partial(_request, core, method))
 
     @property
     def dispatcher(self) -> Dispatcher:
@@ -531,24 +757,25 @@ class Client(ClientBase):
     # -- calls ----------------------------------------------------------------------------------
 
     def new_call(self, request: Request) -> Call:
-        """A ``Call`` for ``request``; ``call.execute()`` runs it (once)."""
+        """A ``Call`` for ``request``; ``call.execute()`` runs it (once). The request's ``timeout``,
+        ``follow_redirects`` and ``auth`` (an Authenticator) apply to this call."""
         if not isinstance(request, Request):
             raise TypeError(f"new_call() takes a fastnet.Request, not {type(request).__name__}")
-        return RealCall(self._core, request)
+        return RealCall(self._factory.core_for(self._core, request), request)
 
     def map(
         self, requests: Iterable[MapItem], *, max_in_flight: int = 32, ordered: bool = False
     ) -> Iterator[tuple[MapItem, Response | Exception]]:
         """Run many requests at once; yields ``(item, response_or_error)`` as each completes.
 
-        ``requests`` holds URLs (fetched with GET) or ``fastnet.Request`` objects, and is consumed lazily:
-        a crawler can feed it from a generator. At most ``max_in_flight`` requests run or wait to be
-        yielded at a time, so memory stays bounded; each response's body is read before it is yielded.
-        With ``ordered=True`` results come in input order. Failures are yielded (an exception in place
-        of the response), not raised. Breaking out of the loop cancels what is in flight. For more than
-        32 in flight, give the client a pool that keeps as many idle connections
-        (``ConnectionPool(max_idle_connections=64)`` for 64), or those past the pool's 32 are closed and
-        opened again.
+        ``requests`` holds URLs (fetched with GET; relative ones against ``base_url``) or
+        ``fastnet.Request`` objects, and is consumed lazily: a crawler can feed it from a generator. At
+        most ``max_in_flight`` requests run or wait to be yielded at a time, so memory stays bounded; each
+        response's body is read before it is yielded. With ``ordered=True`` results come in input order.
+        Failures are yielded (an exception in place of the response), not raised. Breaking out of the
+        loop cancels what is in flight. For more than 32 in flight, give the client a pool that keeps as
+        many idle connections (``ConnectionPool(max_idle_connections=64)`` for 64), or those past the
+        pool's 32 are closed and opened again.
 
         >>> for url, result in client.map(urls, max_in_flight=64):
         ...     if isinstance(result, Exception): log.warning("%s failed: %s", url, result)
@@ -561,85 +788,270 @@ class Client(ClientBase):
         method: str,
         url: str | URL,
         *,
+        params: Any = None,
         headers: HeadersLike | None = None,
+        cookies: Any = None,
         body: BodyLike | None = None,
+        data: Any = None,
+        files: Any = None,
         json: Any = None,
-        proxy: Proxy | None = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
-        """Send a request and read the whole response body."""
-        return self._request(method, url, headers, body, json, False, proxy)
+        """Send a request and read the whole response body.
+
+        ``params`` (added to the query), ``headers`` (over the client's), ``cookies`` (for this request),
+        ``body`` (bytes, str, a file, an iterable), ``data`` (a mapping or pairs: a form; else a body),
+        ``files`` (multipart, streamed), ``json``, ``auth`` (``(user, password)`` or an Authenticator),
+        ``timeout`` (seconds, ``(connect, read)``, a ``fastnet.Timeout``, ``None`` for none),
+        ``follow_redirects`` and ``proxy`` (a ``Proxy`` or a proxy URL) apply to this request only.
+        """
+        return _request(
+            self._core,
+            method,
+            url,
+            headers,
+            body,
+            json,
+            proxy,
+            params,
+            data,
+            files,
+            auth,
+            timeout,
+            follow_redirects,
+            cookies,
+        )
 
     def stream(
         self,
         method: str,
         url: str | URL,
         *,
+        params: Any = None,
         headers: HeadersLike | None = None,
+        cookies: Any = None,
         body: BodyLike | None = None,
+        data: Any = None,
+        files: Any = None,
         json: Any = None,
-        proxy: Proxy | None = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
         """Send a request; the response body streams (use it as a context manager or close it)."""
-        return self._request(method, url, headers, body, json, True, proxy)
+        return _request(
+            self._core,
+            method,
+            url,
+            headers,
+            body,
+            json,
+            proxy,
+            params,
+            data,
+            files,
+            auth,
+            timeout,
+            follow_redirects,
+            cookies,
+            True,
+        )
 
     def get(
-        self, url: str | URL, *, headers: HeadersLike | None = None, proxy: Proxy | None = None
+        self,
+        url: str | URL,
+        *,
+        params: Any = None,
+        headers: HeadersLike | None = None,
+        cookies: Any = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
         """A GET whose body is read (bound per client to the compiled entry point)."""
-        return self._request("GET", url, headers, None, None, False, proxy)
+        return _get(self._core, url, headers, proxy, params, auth, timeout, follow_redirects, cookies)
 
     def head(
-        self, url: str | URL, *, headers: HeadersLike | None = None, proxy: Proxy | None = None
+        self,
+        url: str | URL,
+        *,
+        params: Any = None,
+        headers: HeadersLike | None = None,
+        cookies: Any = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
-        return self._request("HEAD", url, headers, None, None, False, proxy)
+        return self._call(
+            "HEAD", url, headers, None, None, proxy, params, auth, timeout, follow_redirects, cookies
+        )
 
     def options(
-        self, url: str | URL, *, headers: HeadersLike | None = None, proxy: Proxy | None = None
+        self,
+        url: str | URL,
+        *,
+        params: Any = None,
+        headers: HeadersLike | None = None,
+        cookies: Any = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
-        return self._request("OPTIONS", url, headers, None, None, False, proxy)
+        return self._call(
+            "OPTIONS", url, headers, None, None, proxy, params, auth, timeout, follow_redirects, cookies
+        )
 
     def delete(
         self,
         url: str | URL,
         *,
+        params: Any = None,
         headers: HeadersLike | None = None,
+        cookies: Any = None,
         body: BodyLike | None = None,
-        proxy: Proxy | None = None,
+        json: Any = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
-        return self._request("DELETE", url, headers, body, None, False, proxy)
+        return self._call(
+            "DELETE", url, headers, body, json, proxy, params, auth, timeout, follow_redirects, cookies
+        )
 
     def post(
         self,
         url: str | URL,
         *,
+        params: Any = None,
         headers: HeadersLike | None = None,
+        cookies: Any = None,
         body: BodyLike | None = None,
+        data: Any = None,
+        files: Any = None,
         json: Any = None,
-        proxy: Proxy | None = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
-        return self._request("POST", url, headers, body, json, False, proxy)
+        return self.request(
+            "POST",
+            url,
+            params=params,
+            headers=headers,
+            cookies=cookies,
+            body=body,
+            data=data,
+            files=files,
+            json=json,
+            auth=auth,
+            timeout=timeout,
+            follow_redirects=follow_redirects,
+            proxy=proxy,
+        )
 
     def put(
         self,
         url: str | URL,
         *,
+        params: Any = None,
         headers: HeadersLike | None = None,
+        cookies: Any = None,
         body: BodyLike | None = None,
+        data: Any = None,
+        files: Any = None,
         json: Any = None,
-        proxy: Proxy | None = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
-        return self._request("PUT", url, headers, body, json, False, proxy)
+        return self.request(
+            "PUT",
+            url,
+            params=params,
+            headers=headers,
+            cookies=cookies,
+            body=body,
+            data=data,
+            files=files,
+            json=json,
+            auth=auth,
+            timeout=timeout,
+            follow_redirects=follow_redirects,
+            proxy=proxy,
+        )
 
     def patch(
         self,
         url: str | URL,
         *,
+        params: Any = None,
         headers: HeadersLike | None = None,
+        cookies: Any = None,
         body: BodyLike | None = None,
+        data: Any = None,
+        files: Any = None,
         json: Any = None,
-        proxy: Proxy | None = None,
+        auth: Any = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
     ) -> Response:
-        return self._request("PATCH", url, headers, body, json, False, proxy)
+        return self.request(
+            "PATCH",
+            url,
+            params=params,
+            headers=headers,
+            cookies=cookies,
+            body=body,
+            data=data,
+            files=files,
+            json=json,
+            auth=auth,
+            timeout=timeout,
+            follow_redirects=follow_redirects,
+            proxy=proxy,
+        )
+
+    def _call(
+        self,
+        method: str,
+        url: str | URL,
+        headers: Any,
+        body: Any,
+        json: Any,
+        proxy: Any,
+        params: Any,
+        auth: Any,
+        timeout: Any,
+        follow_redirects: Any,
+        cookies: Any,
+    ) -> Response:
+        return _request(
+            self._core,
+            method,
+            url,
+            headers,
+            body,
+            json,
+            proxy,
+            params,
+            None,
+            None,
+            auth,
+            timeout,
+            follow_redirects,
+            cookies,
+        )
 
     # -- lifecycle ------------------------------------------------------------------------------
 

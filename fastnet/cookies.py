@@ -46,7 +46,7 @@ import calendar
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -60,8 +60,10 @@ __all__ = [
     "parse_set_cookie",
     "parse_cookie_date",
     "cookie_header",
+    "cookie_pairs_header",
     "default_path",
     "domain_match",
+    "merge_cookie_headers",
     "path_match",
 ]
 
@@ -385,6 +387,42 @@ def cookie_header(cookies: Iterable[Cookie]) -> str:
         _check_pair(name, value)  # a jar is any object: what it returns is checked like a new Cookie
         parts.append(f"{name}={value}")
     return "; ".join(parts)
+
+
+def cookie_pairs_header(cookies: object, url: URL) -> str:
+    """The ``Cookie`` value for a request's ``cookies=``: a mapping or ``(name, value)`` pairs (sent as
+    they are), or ``Cookie`` objects (a jar's: only those that match ``url``). Checked like a jar's.
+
+    >>> cookie_pairs_header({"sid": "abc", "theme": "dark"}, URL("http://h/"))
+    'sid=abc; theme=dark'
+    """
+    if isinstance(cookies, Mapping):
+        items: Iterable[object] = cookies.items()
+    elif isinstance(cookies, (str, bytes)) or not isinstance(cookies, Iterable):
+        raise TypeError(f"cookies must be a mapping or (name, value) pairs, not {type(cookies).__name__}")
+    else:
+        items = cookies
+    parts = []
+    for item in items:
+        if isinstance(item, Cookie):
+            if item.matches(url):
+                parts.append(f"{item.name}={item.value}")
+            continue
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise TypeError(f"cookies: each item must be a (name, value) pair or a Cookie, not {item!r}")
+        name, value = item
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)
+        _check_pair(name, value)
+        parts.append(f"{name}={value}")
+    return "; ".join(parts)
+
+
+def merge_cookie_headers(sent: str, jar: str) -> str:
+    """A request's own ``Cookie`` header with the jar's cookies for the URL: a name the request sets wins."""
+    names = {part.split("=", 1)[0].strip() for part in sent.split(";")}
+    extra = [part for part in jar.split("; ") if part and part.split("=", 1)[0] not in names]
+    return "; ".join([sent, *extra]) if extra else sent
 
 
 def _check_pair(name: object, value: object) -> None:

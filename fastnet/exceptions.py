@@ -222,7 +222,24 @@ class TlsError(NetworkError):
 
 
 class TlsVerificationError(TlsError):
-    """The server's certificate is not trusted or does not match the host name."""
+    """The server's certificate is not trusted or does not match the host name. ``str()`` ends with how
+    to fix it (``hint``)."""
+
+    @property
+    def hint(self) -> str:
+        """What to do about it, from what OpenSSL said."""
+        said = self.message.lower()
+        if "mismatch" in said or "not verified" in said:
+            return "the certificate does not name this host: use a host name the certificate lists"
+        if "expired" in said or "not yet valid" in said:
+            return "the certificate is outside its validity period (or this machine's clock is wrong)"
+        return (
+            "if the server's certificate comes from a private CA, pass verify='/path/to/ca.pem' (that CA's "
+            "certificate, PEM) or set SSL_CERT_FILE; verify=False turns verification off"
+        )
+
+    def __str__(self) -> str:
+        return f"{super().__str__()}; {self.hint}"
 
 
 class CanceledError(NetworkError):

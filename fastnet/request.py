@@ -17,7 +17,10 @@ if TYPE_CHECKING:
     from fastnet._request_py import BodyLike as BodyLike
     from fastnet._request_py import Request as Request
     from fastnet._request_py import RequestBody as RequestBody
+    from fastnet._request_py import basic_authorization as basic_authorization
     from fastnet._request_py import check_method as check_method
     from fastnet._request_py import make_request as make_request
+    from fastnet._request_py import proxy_from_url as proxy_from_url
+    from fastnet._request_py import with_query as with_query
 else:
     _compat.install(globals(), "fastnet.request", "fastnet._request_c", "fastnet._request_py")

@@ -6,7 +6,9 @@ without brackets), the port always known (default filled in), path and query per
 is strict about what could smuggle bytes into a request (any control character, CR, LF or NUL anywhere
 raises ``ValueError``) and lenient about what browsers fix silently (spaces and non-ASCII in the path
 and query are percent-encoded). Parsed URLs are cached by their text, which saves about a
-microsecond per request for the crawler's common case of fetching the same URLs repeatedly.
+microsecond per request for the crawler's common case of fetching the same URLs repeatedly. A URL with
+user-info is never cached, so the per-request path knows that a URL found in the cache carries no
+credentials (the request turns credentials into an ``Authorization`` header).
 
 A password never leaves this module in text meant for people: ``repr()`` and every ``ValueError``
 show it as ``***`` (:func:`mask_password`); only ``str()``, the URL's value, keeps it.
@@ -213,9 +215,10 @@ class URL:
             return cached
         self = object.__new__(cls)
         self._parse(url)
-        if len(_cache) >= _CACHE_MAX:
-            _cache.clear()
-        _cache[url] = self
+        if not (self.username or self.password):  # never cached: a request checks a miss for credentials
+            if len(_cache) >= _CACHE_MAX:
+                _cache.clear()
+            _cache[url] = self
         return self
 
     @classmethod

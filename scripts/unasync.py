@@ -70,6 +70,9 @@ NAMES = {
     "aread": "read",
     "aread_all": "read_all",
     "aread_chunk": "read_chunk",
+    "areadinto": "readinto",
+    "aiter_into": "iter_into",
+    "awrite_to": "write_to",
     "_astripped": "_stripped",
     "_file_achunks": "_file_chunks",
 }

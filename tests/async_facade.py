@@ -92,6 +92,13 @@ class _BlockingSource(ResponseBodySource):
             self.done = self.inner.done
         return data
 
+    def readinto(self, buffer: memoryview) -> int:
+        try:
+            n: int = self.runner.run(self.inner.areadinto(buffer))
+        finally:
+            self.done = self.inner.done
+        return n
+
     def close_body(self) -> None:
         try:
             self.runner.run(self.inner.aclose_body())

@@ -1,110 +1,435 @@
-"""The ``fastnet get`` command line, run as ``python -m fastnet`` in a subprocess."""
+"""The ``fastnet get`` command line as curl users expect it, run as ``python -m fastnet`` in a subprocess
+against MockServer: every flag, curl's exit codes, ``-w`` and ``-o`` with and without a terminal."""
 
 from __future__ import annotations
 
+import base64
+import json
 import os
+import pty
+import re
+import select
 import socket
+import ssl
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
-from fastnet.testing import MockResponse, MockServer
+import pytest
+
+import fastnet
+from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
+SECRET = "s3cr3t-pw"
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
+def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
         env.pop(name, None)
+    env.pop("SSL_CERT_FILE", None)
+    env.pop("SSL_CERT_DIR", None)
+    return env
+
+
+def _run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "fastnet", *args],
         capture_output=True,
         text=True,
         timeout=30,
-        env=env,
+        env=_env(),
         cwd=str(ROOT),
+        input=stdin,
     )
 
 
-def test_cli_get_without_url_uses_embedded_server() -> None:
-    result = _run("get")
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert lines[0] == "HTTP/1.1 200 OK"
-    assert "X-Served-By: fastnet.testing.MockServer" in lines
-    assert "hello from fastnet's embedded MockServer" in result.stdout
+def _free_port() -> int:
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port: int = probe.getsockname()[1]
+    probe.close()
+    return port
 
 
-def test_cli_get_url(server: MockServer) -> None:
-    server.enqueue(MockResponse(201, headers={"X-Reply": "yes"}, body=b"created body"))
+# -- output ---------------------------------------------------------------------------------------------
+
+
+def test_body_only_by_default_so_it_pipes(server: MockServer) -> None:
+    server.enqueue(MockResponse(201, headers={"Content-Type": "application/json"}, body=b'{"a": 1}'))
     result = _run("get", server.url("/path?q=1"))
     assert result.returncode == 0, result.stderr
-    head, _, body = result.stdout.partition("\n\n")
-    assert head.splitlines()[0] == "HTTP/1.1 201 Created"
-    assert "X-Reply: yes" in head.splitlines()
+    assert json.loads(result.stdout) == {"a": 1} and result.stderr == ""
+    assert server.take_request().request_line == "GET /path?q=1 HTTP/1.1"
+
+
+def test_without_url_the_embedded_server_answers() -> None:
+    result = _run("get")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "hello from fastnet's embedded MockServer\n"
+
+
+def test_a_url_without_scheme_is_http(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"plain"))
+    result = _run("get", f"127.0.0.1:{server.port}/x")
+    assert (result.returncode, result.stdout) == (0, "plain")
+
+
+def test_include_adds_the_status_line_and_headers(server: MockServer) -> None:
+    server.enqueue(MockResponse(201, headers={"X-Reply": "yes"}, body=b"created body"))
+    result = _run("get", "-i", server.url("/"))
+    assert result.returncode == 0, result.stderr
+    head, _, body = result.stdout.replace("\r\n", "\n").partition("\n\n")
+    assert head.splitlines()[0] == "HTTP/1.1 201 Created" and "X-Reply: yes" in head.splitlines()
     assert body == "created body"
-    rec = server.take_request()
-    assert rec.request_line == "GET /path?q=1 HTTP/1.1"
 
 
-def test_cli_headers_and_data(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"ok"))
-    result = _run("get", server.url("/post"), "-H", "X-One: 1", "-H", "Accept: text/plain", "-d", "payload")
+def test_head_sends_head_and_prints_the_headers(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, headers={"X-Head": "1"}, body=b"never printed"))
+    result = _run("get", "-I", server.url("/"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("HTTP/1.1 200 OK\n") and "X-Head: 1" in result.stdout
+    assert "never printed" not in result.stdout
+    assert server.take_request().method == "HEAD"
+
+
+def test_verbose_shows_request_events_and_timings_on_stderr(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"verbose"))
+    result = _run("get", "-v", "-u", f"alice:{SECRET}", server.url("/v"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "verbose"
+    assert "> GET /v HTTP/1.1" in result.stderr and "> Host: 127.0.0.1:" in result.stderr
+    assert "> Authorization: Basic ***" in result.stderr and SECRET not in result.stderr
+    assert "< HTTP/1.1 200 OK" in result.stderr
+    for event in ("call start", "connect start", "response headers end 200 OK", "call end"):
+        assert event in result.stderr
+    assert "<Timings total=" in result.stderr
+
+
+# -- request options ---------------------------------------------------------------------------------
+
+
+def test_headers_and_method(server: MockServer) -> None:
+    server.enqueue(MockResponse(200), MockResponse(200))
+    result = _run("get", server.url("/"), "-H", "X-One: 1", "-H", "Accept: text/plain", "-A", "agent/1")
     assert result.returncode == 0, result.stderr
     rec = server.take_request()
-    assert rec.method == "POST" and rec.body == b"payload"
-    assert rec.header("x-one") == "1" and rec.header("accept") == "text/plain"
-
-
-def test_cli_method_override(server: MockServer) -> None:
-    server.enqueue(MockResponse(200))
-    result = _run("get", server.url("/"), "-X", "PUT", "-d", "x")
-    assert result.returncode == 0, result.stderr
+    assert (rec.header("x-one"), rec.header("accept"), rec.header("user-agent")) == (
+        "1",
+        "text/plain",
+        "agent/1",
+    )
+    assert _run("get", server.url("/"), "-X", "PUT", "-d", "x").returncode == 0
     assert server.take_request().method == "PUT"
 
 
-def test_cli_verbose_shows_request_and_timings(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"verbose"))
-    result = _run("get", "-v", server.url("/v"))
+def test_data_is_a_form_as_curl_sends_it(server: MockServer, tmp_path: Path) -> None:
+    (tmp_path / "more.txt").write_bytes(b"c=3")
+    server.enqueue(MockResponse(200), MockResponse(200))
+    result = _run(
+        "get", server.url("/post"), "-d", "a=1", "-d", f"@{tmp_path / 'more.txt'}", "-d", "@-", stdin="b=2"
+    )
     assert result.returncode == 0, result.stderr
-    assert "> GET " in result.stdout and "> Host: 127.0.0.1:" in result.stdout
-    assert "HTTP/1.1 200 OK" in result.stdout
-    # every event of the call, from LoggingEventListener, then the response's timings
-    for event in (
-        "call start",
-        "connect start",
-        "request headers end",
-        "response headers end 200 OK",
-        "call end",
-    ):
-        assert event in result.stderr
-    assert " ms " in result.stderr and "<Timings total=" in result.stderr
+    rec = server.take_request()
+    assert (rec.method, rec.body) == ("POST", b"a=1&c=3&b=2")
+    assert rec.header("content-type") == "application/x-www-form-urlencoded"
+    assert _run("get", server.url("/"), "-d", "raw", "-H", "Content-Type: text/plain").returncode == 0
+    assert server.take_request().header("content-type") == "text/plain"
 
 
-def test_cli_error_exit() -> None:
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    result = _run("get", f"http://127.0.0.1:{port}/", "--timeout", "2")
-    assert result.returncode == 1
-    assert "ConnectError" in result.stderr and result.stdout == ""
+def test_json_sets_both_headers(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"{}"))
+    result = _run("get", server.url("/j"), "--json", '{"k": [1, 2]}')
+    assert result.returncode == 0, result.stderr
+    rec = server.take_request()
+    assert rec.method == "POST" and json.loads(rec.body) == {"k": [1, 2]}
+    assert (rec.header("content-type"), rec.header("accept")) == ("application/json", "application/json")
 
 
-def test_cli_bad_url_exit() -> None:
-    result = _run("get", "ftp://127.0.0.1/")
-    assert result.returncode == 1
-    assert "scheme" in result.stderr
+def test_user_is_basic_auth(server: MockServer) -> None:
+    server.enqueue(MockResponse(200))
+    assert _run("get", "-u", f"alice:{SECRET}", server.url("/")).returncode == 0
+    expected = "Basic " + base64.b64encode(f"alice:{SECRET}".encode()).decode()
+    assert server.take_request().header("authorization") == expected
 
 
-def test_cli_bad_header_argument() -> None:
-    result = _run("get", "-H", "no colon here")
-    assert result.returncode == 2
-    assert "Name: value" in result.stderr
+def test_cookie(server: MockServer) -> None:
+    server.enqueue(MockResponse(200))
+    assert _run("get", "-b", "a=1; b=2", server.url("/")).returncode == 0
+    assert server.take_request().header("cookie") == "a=1; b=2"
 
 
-def test_cli_requires_a_command() -> None:
+def test_proxy(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"via proxy"))
+    result = _run("get", "-x", server.url(""), "http://origin.test/page")
+    assert (result.returncode, result.stdout) == (0, "via proxy"), result.stderr
+    assert server.take_request().target == "http://origin.test/page"
+
+
+def test_redirects_followed_by_default_no_location_shows_the_3xx(server: MockServer) -> None:
+    server.enqueue(MockResponse(302, headers={"Location": "/to"}), MockResponse(200, body=b"arrived"))
+    result = _run("get", "-L", server.url("/from"))
+    assert (result.returncode, result.stdout) == (0, "arrived")
+    server.take_request(), server.take_request()
+    server.enqueue(MockResponse(302, headers={"Location": "/to"}, body=b"moved"))
+    result = _run("get", "--no-location", "-w", "%{http_code} %{redirect_url}", server.url("/from"))
+    assert result.returncode == 0 and result.stdout == f"moved302 {server.url('/to')}"
+
+
+def test_max_redirs_exit_47(server: MockServer) -> None:
+    server.default_response = MockResponse(302, headers={"Location": "/again"})
+    result = _run("get", "--max-redirs", "2", server.url("/"))
+    assert result.returncode == 47, result.stderr
+
+
+# -- TLS --------------------------------------------------------------------------------------------------
+
+
+def test_cacert_and_insecure(tls_server: MockServer) -> None:
+    tls_server.default_response = MockResponse(200, body=b"secure")
+    result = _run("get", "--cacert", tls_server.ca_path, tls_server.url("/"))
+    assert (result.returncode, result.stdout) == (0, "secure"), result.stderr
+    result = _run("get", tls_server.url("/"))
+    assert result.returncode == 60 and "--cacert" in result.stderr or "verify=" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    result = _run("get", "-k", tls_server.url("/"))
+    assert (result.returncode, result.stdout) == (0, "secure"), result.stderr
+
+
+def test_tls_to_a_plain_server_exits_35() -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def answer_in_plain_text() -> None:  # what a plain HTTP server says to a ClientHello
+        conn, _ = listener.accept()
+        with conn:
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            conn.recv(65536)
+
+    thread = threading.Thread(target=answer_in_plain_text, daemon=True)
+    thread.start()
+    try:
+        result = _run("get", f"https://127.0.0.1:{port}/", "--timeout", "5")
+    finally:
+        thread.join(10)
+        listener.close()
+    assert result.returncode == 35, result.stderr
+    assert "TlsError" in result.stderr
+
+
+# -- -o and -w ---------------------------------------------------------------------------------------------
+
+
+def test_output_to_a_file(server: MockServer, tmp_path: Path) -> None:
+    body = os.urandom(300_000)
+    server.enqueue(MockResponse(200, body=body))
+    target = tmp_path / "out.bin"
+    result = _run("get", "-o", str(target), server.url("/file"))
+    assert result.returncode == 0, result.stderr
+    assert target.read_bytes() == body and result.stdout == "" and result.stderr == ""
+
+
+def test_output_with_a_terminal_shows_a_progress_bar(server: MockServer, tmp_path: Path) -> None:
+    body = os.urandom(500_000)
+    server.enqueue(MockResponse(200, body=body))
+    target = tmp_path / "out.bin"
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fastnet", "get", "-o", str(target), server.url("/file")],
+        stdout=secondary,
+        stderr=secondary,
+        env=dict(_env(), COLUMNS="100", TERM="xterm"),
+        cwd=str(ROOT),
+    )
+    os.close(secondary)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([primary], [], [], 20)
+        if not ready:
+            break
+        try:
+            piece = os.read(primary, 65536)
+        except OSError:
+            break
+        if not piece:
+            break
+        seen += piece
+    assert process.wait(20) == 0
+    os.close(primary)
+    assert target.read_bytes() == body
+    text = re.sub(rb"\x1b\[[0-9;?]*[a-zA-Z]", b"", seen).decode("utf-8", "replace")
+    assert "out.bin" in text and ("kB" in text or "MB" in text)
+
+
+def test_output_that_cannot_be_written_exits_23(server: MockServer, tmp_path: Path) -> None:
+    server.enqueue(MockResponse(200, body=b"x"))
+    result = _run("get", "-o", str(tmp_path / "no" / "such" / "dir"), server.url("/"))
+    assert result.returncode == 23 and "cannot write" in result.stderr
+
+
+def test_write_out_timing_variables(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, headers={"Content-Type": "text/plain"}, body=b"12345"))
+    fmt = (
+        "\\ncode=%{http_code} size=%{size_download} type=%{content_type} method=%{method} "
+        "connect=%{time_connect} start=%{time_starttransfer} total=%{time_total} ip=%{remote_ip} "
+        "port=%{remote_port} n=%{num_connects} exit=%{exitcode} %% %{unknown}"
+    )
+    result = _run("get", "-w", fmt, server.url("/"))
+    assert result.returncode == 0, result.stderr
+    body, _, line = result.stdout.partition("\n")
+    assert body == "12345"
+    values = dict(part.split("=", 1) for part in line.split() if "=" in part)
+    assert values["code"] == "200" and values["size"] == "5" and values["type"] == "text/plain"
+    assert values["method"] == "GET" and values["ip"] == "127.0.0.1" and values["port"] == str(server.port)
+    assert values["n"] == "1" and values["exit"] == "0"
+    connect, start, total = (float(values[k]) for k in ("connect", "start", "total"))
+    assert 0 < connect <= start <= total < 5
+    assert re.fullmatch(r"\d+\.\d{6}", values["total"])
+    assert line.endswith("% %{unknown}")
+
+
+def test_write_out_json_and_after_an_error() -> None:
+    port = _free_port()
+    result = _run("get", "-s", "-w", "%{json}", f"http://127.0.0.1:{port}/")
+    assert result.returncode == 7 and result.stderr == ""
+    values = json.loads(result.stdout)
+    assert values["http_code"] == "000" and values["exitcode"] == 7 and "ConnectError" in values["errormsg"]
+
+
+# -- failures and exit codes ----------------------------------------------------------------------------
+
+
+def test_fail_exits_22_without_the_body(server: MockServer) -> None:
+    server.enqueue(MockResponse(404, body=b"not found page"), MockResponse(500, body=b"oops"))
+    result = _run("get", "-f", server.url("/missing"))
+    assert result.returncode == 22 and result.stdout == ""
+    assert result.stderr.strip() == "fastnet: (22) The requested URL returned error: 404 Not Found"
+    result = _run("get", server.url("/error"))  # without -f a 5xx is a response like any other
+    assert (result.returncode, result.stdout) == (0, "oops")
+
+
+def test_connect_refused_exits_7_with_one_line() -> None:
+    result = _run("get", f"http://127.0.0.1:{_free_port()}/", "--timeout", "2")
+    assert result.returncode == 7 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and "ConnectError" in result.stderr
+
+
+def test_unknown_host_exits_6() -> None:
+    result = _run("get", "http://no-such-host.invalid/")
+    assert result.returncode == 6 and "UnknownHostError" in result.stderr
+
+
+def test_max_time_exits_28(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"late", head_delay=3))
+    result = _run("get", "--max-time", "0.3", server.url("/slow"))
+    assert result.returncode == 28, result.stderr
+
+
+def test_empty_reply_exits_52(server: MockServer) -> None:
+    server.default_response = MockResponse(policy=SocketPolicy.DISCONNECT_AT_START)
+    result = _run("get", server.url("/"))
+    assert result.returncode == 52, result.stderr
+
+
+def test_silent_hides_errors_show_error_keeps_them() -> None:
+    url = f"http://127.0.0.1:{_free_port()}/"
+    quiet = _run("get", "-s", url)
+    assert quiet.returncode == 7 and quiet.stderr == ""
+    shown = _run("get", "-sS", url)
+    assert shown.returncode == 7 and "ConnectError" in shown.stderr
+
+
+@pytest.mark.parametrize(
+    "args, code, says",
+    [
+        (("ftp://127.0.0.1/",), 1, "scheme"),
+        (("http://exa mple.test/",), 3, ""),
+        (("-H", "no colon here"), 2, "Name: value"),
+        (("--max-time", "-1"), 2, "positive"),
+        (("--max-redirs", "x"), 2, "whole number"),
+        (("-d", "a", "--json", "{}"), 2, "not both"),
+        (("--key", "k.pem"), 2, "--cert"),
+        (("-b", "novalue"), 2, "name=value"),
+        (("-d", "@/no/such/file"), 26, "cannot read"),
+    ],
+)
+def test_usage_and_bad_values(args: tuple[str, ...], code: int, says: str) -> None:
+    result = _run("get", *args)
+    assert result.returncode == code, result.stderr
+    assert says in result.stderr
+
+
+def test_exit_codes_of_errors() -> None:
+    from fastnet.cli.get import exit_code
+
+    assert exit_code(fastnet.TlsVerificationError("x")) == 60
+    assert exit_code(fastnet.TlsError("x")) == 35
+    assert exit_code(fastnet.UnknownHostError("x")) == 6
+    assert exit_code(fastnet.ConnectTimeout("x")) == 28
+    assert exit_code(fastnet.ReadTimeout("x")) == 28
+    assert exit_code(fastnet.ConnectError("x")) == 7
+    assert exit_code(fastnet.BodyTooLargeError("x")) == 63
+
+
+# -- the command --------------------------------------------------------------------------------------------
+
+
+def test_version_says_which_build() -> None:
+    result = _run("--version")
+    assert result.returncode == 0
+    first = result.stdout.splitlines()[0]
+    assert first.startswith(f"fastnet {fastnet.__version__} ")
+    assert ("compiled build" in first) == (fastnet.compiled and "partly" not in first)
+    assert "pure-Python build" in first or "compiled build" in first
+    assert "content codings: gzip, deflate" in result.stdout
+    assert _run("get", "--version").stdout == result.stdout
+
+
+def test_requires_a_command() -> None:
     result = _run()
-    assert result.returncode == 2
+    assert result.returncode == 2 and "a command is required" in result.stderr
+
+
+def test_client_certificate_with_cert_and_key(tls_server: MockServer, tmp_path: Path) -> None:
+    context = tls_server._ssl_context
+    assert context is not None
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.load_verify_locations(tls_server.ca_path)
+    leaf = tls_server.ca.issue_cert("client@example.test")
+    certfile, keyfile = tmp_path / "client.pem", tmp_path / "client.key"
+    certfile.write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
+    keyfile.write_bytes(leaf.private_key_pem.bytes())
+    tls_server.default_response = MockResponse(200, body=b"client known")
+    result = _run(
+        "get", "--cacert", tls_server.ca_path, "-E", str(certfile), "--key", str(keyfile), tls_server.url("/")
+    )
+    assert (result.returncode, result.stdout) == (0, "client known"), result.stderr
+    (tmp_path / "both.pem").write_bytes(certfile.read_bytes() + keyfile.read_bytes())
+    result = _run(
+        "get", "--cacert", tls_server.ca_path, "--cert", str(tmp_path / "both.pem"), tls_server.url("/")
+    )
+    assert (result.returncode, result.stdout) == (0, "client known"), result.stderr
+    result = _run("get", "--cacert", tls_server.ca_path, tls_server.url("/"))
+    # refused in the handshake (TLS 1.2) or by an alert on the first read (TLS 1.3: fastnet reports it as
+    # a connection closed while reading, 52)
+    assert result.returncode in (35, 52, 56), result.stderr
+
+
+def test_connect_timeout_exits_28(testbed: Any) -> None:
+    started = time.monotonic()
+    result = _run(
+        "get", "--connect-timeout", "0.5", "--timeout", "10", f"http://{testbed.blackhole_host}:80/"
+    )
+    assert result.returncode == 28 and "ConnectTimeout" in result.stderr, result.stderr
+    assert time.monotonic() - started < 8
+
+
+def test_timeout_bounds_each_read(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"late", head_delay=2))
+    result = _run("get", "--timeout", "0.3", server.url("/slow"))
+    assert result.returncode == 28 and "ReadTimeout" in result.stderr, result.stderr

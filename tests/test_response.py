@@ -3,7 +3,12 @@ against MockServer where I/O is involved."""
 
 from __future__ import annotations
 
+import array
+import gzip
+import io
+
 import pytest
+from conftest import make_fast_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
@@ -116,3 +121,113 @@ def test_response_expect_continue(server: MockServer, fast_client: fastnet.Clien
     r = fast_client.post(server.url("/"), headers={"Expect": "100-continue"}, body=b"x" * 70_000)
     assert r.content == b"ok"
     assert len(server.take_request().body) == 70_000
+
+
+# -- reading into the caller's buffer: readinto, iter_into, write_to ---------------------------------
+
+
+def _read_all_into(r: fastnet.Response, size: int) -> bytes:
+    buffer = bytearray(size)
+    out = bytearray()
+    while n := r.readinto(buffer):
+        out += buffer[:n]
+    assert r.readinto(buffer) == 0  # the end stays the end
+    return bytes(out)
+
+
+@pytest.mark.parametrize("size", [7, 1000, 65536, 1 << 20])
+def test_response_readinto_content_length(server: MockServer, fast_client: fastnet.Client, size: int) -> None:
+    """A Content-Length body, with buffers smaller than what came with the head (the rest is given back
+    to the parser) and larger than the whole body; the connection is pooled at the end."""
+    body = bytes(range(256)) * 1200
+    server.enqueue(MockResponse(200, body=body), MockResponse(200, body=b"next"))
+    with fast_client.stream("GET", server.url("/")) as r:
+        assert _read_all_into(r, size) == body
+    assert fast_client.get(server.url("/")).content == b"next"
+    assert server.take_request().connection_index == server.take_request().connection_index
+
+
+@pytest.mark.parametrize("coding", ["chunked", "gzip"])
+def test_response_readinto_decoded_pieces(
+    server: MockServer, fast_client: fastnet.Client, coding: str
+) -> None:
+    """Chunked and gzip bodies are copied in from their decoded pieces; a piece larger than the buffer is
+    handed out over several calls."""
+    body = b"".join(b"%06d," % i for i in range(20_000))
+    if coding == "gzip":
+        response = MockResponse(200, body=gzip.compress(body), headers={"Content-Encoding": "gzip"})
+    else:
+        response = MockResponse(200, body=body, chunked=True, chunk_size=9000)
+    server.enqueue(response)
+    with fast_client.stream("GET", server.url("/")) as r:
+        assert _read_all_into(r, 1000) == body
+    assert fast_client.connection_pool.idle_connection_count() == 1
+
+
+def test_response_iter_into_and_write_to(server: MockServer, fast_client: fastnet.Client) -> None:
+    body = b"abcdefghij" * 30_000
+    server.enqueue(*[MockResponse(200, body=body)] * 3)
+    buffer = bytearray(4096)
+    with fast_client.stream("GET", server.url("/")) as r:
+        pieces = [bytes(view) for view in r.iter_into(buffer)]
+    assert b"".join(pieces) == body and max(map(len, pieces)) <= 4096
+    with fast_client.stream("GET", server.url("/")) as r:
+        for view in r.iter_into(buffer):
+            assert view.obj is buffer  # the caller's memory, not a copy
+    sink = io.BytesIO()
+    with fast_client.stream("GET", server.url("/")) as r:
+        assert r.write_to(sink, buffer_size=10_000) == len(body)
+    assert sink.getvalue() == body
+    assert fast_client.connection_pool.idle_connection_count() == 1
+
+
+def test_response_write_to_and_iter_into_a_body_in_memory(
+    server: MockServer, fast_client: fastnet.Client
+) -> None:
+    """A body already read (client.get) is written out and iterated from memory; readinto refuses it
+    with a message that says what to do instead."""
+    server.enqueue(MockResponse(200, body=b"in memory"))
+    r = fast_client.get(server.url("/"))
+    sink = io.BytesIO()
+    assert r.write_to(sink) == 9 and sink.getvalue() == b"in memory"
+    assert [bytes(v) for v in r.iter_into(bytearray(4))] == [b"in m", b"emor", b"y"]
+    with pytest.raises(RuntimeError, match=r"client\.stream"):
+        r.readinto(bytearray(10))
+
+
+def test_response_readinto_buffers(server: MockServer, fast_client: fastnet.Client) -> None:
+    """Any writable bytes-like object (an int array is filled byte-wise); read-only or empty ones are
+    refused with a typed error before anything is read."""
+    body = bytes(range(200))
+    server.enqueue(MockResponse(200, body=body))
+    with fast_client.stream("GET", server.url("/")) as r:
+        with pytest.raises(TypeError, match="writable"):
+            r.readinto(b"read-only")
+        with pytest.raises(TypeError):
+            r.readinto("text")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="at least one byte"):
+            next(iter(r.iter_into(bytearray(0))))
+        with pytest.raises(ValueError, match="buffer_size"):
+            r.write_to(io.BytesIO(), buffer_size=0)
+        ints = array.array("i", [0] * 100)  # 400 bytes
+        assert r.readinto(ints) == 200
+        assert ints.tobytes()[:200] == body
+        assert r.readinto(ints) == 0
+
+
+def test_response_readinto_truncated_body(server: MockServer, fast_client: fastnet.Client) -> None:
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"x" * 70_000
+    server.enqueue(MockResponse(raw=raw, policy=SocketPolicy.CLOSE_AFTER_RESPONSE))
+    with fast_client.stream("GET", server.url("/")) as r:
+        with pytest.raises(fastnet.ProtocolError, match="missing"):
+            _read_all_into(r, 16384)
+    assert fast_client.connection_pool.connection_count() == 0
+
+
+def test_response_readinto_read_timeout(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"x" * 100_000, policy=SocketPolicy.STALL_BODY))
+    with make_fast_client(read_timeout=0.3) as client:
+        with client.stream("GET", server.url("/")) as r:
+            with pytest.raises(fastnet.ReadTimeout):
+                _read_all_into(r, 8192)
+        assert client.connection_pool.connection_count() == 0

@@ -5,14 +5,16 @@ Theory of operation
 -------------------
 On the way out the Bridge adds what HTTP/1.1 needs and the user left out: ``Host``, ``Content-Length``
 or ``Transfer-Encoding: chunked``, ``Content-Type`` from the body, ``Connection: keep-alive``,
-``Accept-Encoding: gzip`` (unless the user set ``Accept-Encoding`` or ``Range``), ``Cookie`` from the
-jar and ``User-Agent``. A request with no headers, body or cookies gets a default header block that is
-built once per host and cached, with its wire bytes and the whole request heads built on it
-(``codec.request_head``): that is most of what a keep-alive GET costs.
+``Accept-Encoding: gzip, deflate`` with ``br`` and ``zstd`` when their packages are installed (unless
+the user set ``Accept-Encoding`` or ``Range``), ``Cookie`` from the jar (after a ``Cookie`` the request
+carries itself: a name it sets is not sent twice) and ``User-Agent``. A request with no headers, body
+or cookies gets a default header block that is built once per host and cached, with its wire bytes and
+the whole request heads built on it (``codec.request_head``): that is most of what a keep-alive GET
+costs.
 
-On the way back it saves ``Set-Cookie`` to the jar and, when it asked for gzip itself, decodes the body
-transparently: the response loses ``Content-Encoding`` and ``Content-Length``, and
-``network_response`` keeps the head as received.
+On the way back it saves ``Set-Cookie`` to the jar and, when it asked for compression itself, decodes
+the body transparently (``http1/decoders.py``): the response loses ``Content-Encoding`` and
+``Content-Length``, and ``network_response`` keeps the head as received.
 
 A cookie jar's ``load_for`` and ``save_from_response`` may be coroutine functions for the asyncio
 client (a blocking one blocks the event loop while it runs).
@@ -24,12 +26,12 @@ that file, then run the script.
 
 from __future__ import annotations
 
-import zlib
 from typing import TYPE_CHECKING, Any
 
 from fastnet._internal.chain import InternalInterceptor
+from fastnet._internal.http1.decoders import ACCEPT_ENCODING, new_decoder
 from fastnet._internal.http1.parser import BODY_NONE
-from fastnet.cookies import cookie_header, parse_set_cookie
+from fastnet.cookies import cookie_header, merge_cookie_headers, parse_set_cookie
 from fastnet.headers import Headers, headers_from_list
 from fastnet.response import Response
 
@@ -69,7 +71,7 @@ class BridgeInterceptor(InternalInterceptor):
                 [
                     ("Host", key),
                     ("User-Agent", self.client.user_agent),
-                    ("Accept-Encoding", "gzip"),
+                    ("Accept-Encoding", ACCEPT_ENCODING),
                     ("Connection", "keep-alive"),
                 ]
             )
@@ -85,7 +87,7 @@ class BridgeInterceptor(InternalInterceptor):
         return self.bridge_response(request, response, gzip_added)
 
     def bridge_request(self, request: Request) -> tuple[Request, bool]:
-        """The network request for ``request``, and whether the Bridge itself asked for gzip."""
+        """The network request for ``request``, and whether the Bridge itself asked for compression."""
         user = request.headers
         jar = self.client.cookie_jar
         cookies = None
@@ -102,18 +104,21 @@ class BridgeInterceptor(InternalInterceptor):
         return request.with_headers(network_headers), gzip_added
 
     def bridge_response(self, request: Request, response: Response, gzip_added: bool) -> Response:
-        """The user's view of the network ``response``: cookies saved, gzip decoded when we asked for it."""
+        """The user's view of the network ``response``: cookies saved, the body decoded when we asked for
+        compression."""
         jar = self.client.cookie_jar
         if jar is not None:
             set_cookies = response.headers.get_all("set-cookie")
             if set_cookies:
                 _save_cookies(jar, request.url, set_cookies)
         exchange: Exchange | None = response._source  # type: ignore[assignment]
-        if gzip_added and exchange is not None and exchange.content_encoding == "gzip":
+        if gzip_added and exchange is not None and exchange.content_encoding:
             if exchange.body_mode != BODY_NONE:
-                exchange.decompressor = zlib.decompressobj(31)
-                response.network_response = _copy_head(response)
-                response.headers = response.headers.remove("content-encoding").remove("content-length")
+                decoder = new_decoder(exchange.content_encoding)
+                if decoder is not None:
+                    exchange.decompressor = decoder
+                    response.network_response = _copy_head(response)
+                    response.headers = response.headers.remove("content-encoding").remove("content-length")
         response.request = request
         return response
 
@@ -147,11 +152,15 @@ class BridgeInterceptor(InternalInterceptor):
             items.append(("Connection", "keep-alive"))
         gzip_added = False
         if "accept-encoding" not in lookup and "range" not in lookup:
-            items.append(("Accept-Encoding", "gzip"))
+            items.append(("Accept-Encoding", ACCEPT_ENCODING))
             gzip_added = True
         if cookies:
+            value = cookie_header(cookies)
+            sent = lookup.get("cookie")
+            if sent:  # the request's own Cookie (cookies=): its names win over the jar's
+                value = merge_cookie_headers(sent, value)
             items = [p for p in items if p[0].lower() != "cookie"]
-            items.append(("Cookie", cookie_header(cookies)))
+            items.append(("Cookie", value))
         if "user-agent" not in lookup:
             items.append(("User-Agent", self.client.user_agent))
         return headers_from_list(items), gzip_added

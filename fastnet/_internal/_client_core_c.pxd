@@ -25,6 +25,9 @@ cdef class ClientCore:
     cdef public long long max_body_size
     cdef public bint closed
     cdef public object dispatcher
+    cdef public object factory
+    cdef public bint factory_builds
     cdef object __weakref__
 
     cpdef object new_events(self, object call)
+    cpdef ClientCore copy(self)

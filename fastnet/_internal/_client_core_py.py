@@ -52,6 +52,8 @@ class ClientCore:
         "max_body_size",
         "closed",
         "dispatcher",
+        "factory",
+        "factory_builds",
         "__weakref__",
     )
     connect_timeout: float  # seconds; 0.0 means no timeout, as for the three below
@@ -75,6 +77,10 @@ class ClientCore:
     max_body_size: int  # 0: no limit
     closed: bool  # client.close() was called: new calls raise
     dispatcher: Any  # the fastnet.Dispatcher that runs enqueued calls
+    # The client's RequestFactory: builds the requests that come with options (params=, auth=, ...) and
+    # the calls that take settings from them. None in a per-call copy (``copy()``).
+    factory: Any
+    factory_builds: bool  # every request goes through the factory (a base_url or default params)
 
     def __init__(self) -> None:
         self.connect_timeout = 10.0
@@ -96,6 +102,8 @@ class ClientCore:
         self.max_body_size = MAX_BODY_SIZE
         self.closed = False
         self.dispatcher = None
+        self.factory = None
+        self.factory_builds = False
 
     def new_events(self, call: Any) -> Any:
         """The event listener of a new call: the factory's, else the shared one (None: no events)."""
@@ -103,6 +111,33 @@ class ClientCore:
         if factory is not None:
             return factory(call)
         return self.event_listener
+
+    def copy(self) -> ClientCore:
+        """A copy sharing everything (pool, connector, interceptors...): the start of a per-call
+        configuration, as OkHttp's ``client.newBuilder()...build()`` for one call. Without the factory."""
+        core = ClientCore()
+        core.connect_timeout = self.connect_timeout
+        core.read_timeout = self.read_timeout
+        core.write_timeout = self.write_timeout
+        core.call_timeout = self.call_timeout
+        core.follow_redirects = self.follow_redirects
+        core.follow_ssl_redirects = self.follow_ssl_redirects
+        core.retry_on_connection_failure = self.retry_on_connection_failure
+        core.max_follow_ups = self.max_follow_ups
+        core.interceptors = self.interceptors
+        core.pool = self.pool
+        core.cookie_jar = self.cookie_jar
+        core.event_listener = self.event_listener
+        core.event_listener_factory = self.event_listener_factory
+        core.user_agent = self.user_agent
+        core.connector = self.connector
+        core.authenticator = self.authenticator
+        core.proxy_authenticator = self.proxy_authenticator
+        core.sensitive_headers = self.sensitive_headers
+        core.max_body_size = self.max_body_size
+        core.closed = self.closed
+        core.dispatcher = self.dispatcher
+        return core
 
 
 _WATCHDOG: Watchdog | None = None

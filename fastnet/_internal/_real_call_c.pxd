@@ -47,7 +47,13 @@ cdef _init_call(RealCall call, ClientCore client, Request request)
 cpdef RealCall new_call(ClientCore client, Request request)
 
 
-@cython.locals(req=Request, call=RealCall, response=Response)
-cpdef Response request(ClientCore client, str method, object url, object headers, object body, object json,
-                       bint stream, object proxy)
-cpdef Response get(ClientCore client, object url, object headers=*, object proxy=*)
+@cython.locals(req=Request, call=RealCall, response=Response, cache=dict)
+cpdef Response request(ClientCore client, str method, object url, object headers=*, object body=*,
+                       object json=*, object proxy=*, object params=*, object data=*, object files=*,
+                       object auth=*, object timeout=*, object follow_redirects=*, object cookies=*,
+                       bint stream=*)
+
+
+@cython.locals(call=RealCall, response=Response, cache=dict)
+cpdef Response get(ClientCore client, object url, object headers=*, object proxy=*, object params=*,
+                   object auth=*, object timeout=*, object follow_redirects=*, object cookies=*)

@@ -19,6 +19,10 @@ its flags and report back through ``release_connection``, ``body_failed`` and ``
 
 ``request()`` and ``get()`` are what ``Client.request`` and ``Client.get`` run: they build the Request
 (the URL parsed once and cached), make the call, execute it and read the body unless asked to stream.
+A request with requests'/httpx's options (``params``, ``data``, ``files``, ``auth``, ``timeout``,
+``follow_redirects``, ``cookies``), or any request of a client with a ``base_url`` or default ``params``,
+goes to the client's ``RequestFactory`` instead (``client.factory``), which builds it and picks the call's
+settings; a GET without any of them costs what it always did.
 
 Pure-Python twin of the compiled ``_real_call_c``; import both through ``fastnet._internal.real_call``.
 """
@@ -36,7 +40,9 @@ from fastnet._internal.clock import monotonic
 from fastnet._internal.connection.connection_user import ConnectionUser
 from fastnet.exceptions import CallTimeout, CanceledError, NetworkError, PoolTimeout
 from fastnet.headers import EMPTY_HEADERS
-from fastnet.request import KNOWN_METHODS, Request, make_request
+from fastnet.proxy import Proxy
+from fastnet.request import KNOWN_METHODS, Request, make_request, proxy_from_url
+from fastnet.timeout import USE_CLIENT_DEFAULT
 from fastnet.url import URL
 from fastnet.url import _cache as _URL_CACHE
 
@@ -45,7 +51,6 @@ if TYPE_CHECKING:
     from fastnet._internal.connection.real_connection import RealConnection
     from fastnet._internal.http1.async_exchange import AsyncExchange
     from fastnet._internal.http1.exchange import Exchange
-    from fastnet.proxy import Proxy
     from fastnet.request import BodyLike
     from fastnet.response import Response
 
@@ -295,19 +300,58 @@ def request(
     client: ClientCore,
     method: str,
     url: str | URL,
-    headers: Any,
-    body: BodyLike | None,
-    json: Any,
-    stream: bool,
-    proxy: Proxy | None,
+    headers: Any = None,
+    body: BodyLike | None = None,
+    json: Any = None,
+    proxy: Proxy | str | None = None,
+    params: Any = None,
+    data: Any = None,
+    files: Any = None,
+    auth: Any = None,
+    timeout: Any = USE_CLIENT_DEFAULT,
+    follow_redirects: bool | None = None,
+    cookies: Any = None,
+    stream: bool = False,
 ) -> Response:
-    """Build, execute and (unless ``stream``) read a request: what ``Client.request`` runs."""
+    """Build, execute and (unless ``stream``) read a request: what ``Client.request`` runs. A request
+    with options, or on a client with a ``base_url`` or ``params``, is built by the client's factory."""
+    if (
+        client.factory_builds
+        or params is not None
+        or data is not None
+        or files is not None
+        or auth is not None
+        or timeout is not USE_CLIENT_DEFAULT
+        or follow_redirects is not None
+        or cookies is not None
+    ):
+        response: Response = client.factory.send(
+            client,
+            method,
+            url,
+            headers,
+            body,
+            json,
+            proxy,
+            params,
+            data,
+            files,
+            auth,
+            timeout,
+            follow_redirects,
+            cookies,
+            stream,
+        )
+        return response
+    req = None
     if headers is None and body is None and json is None and method in KNOWN_METHODS:
-        cached = _URL_CACHE.get(url) if isinstance(url, str) else None
-        if cached is None:
-            cached = url if isinstance(url, URL) else URL(url)
-        req = make_request(method, cached, EMPTY_HEADERS, None, proxy, None)
-    else:
+        cache = _URL_CACHE
+        cached = cache.get(url) if isinstance(url, str) else None
+        if cached is not None:  # a cached URL carries no credentials
+            if proxy is not None and not isinstance(proxy, Proxy):
+                proxy = proxy_from_url(proxy)
+            req = make_request(method, cached, EMPTY_HEADERS, None, proxy, None)
+    if req is None:
         req = Request(method, url, headers, body, json, proxy)
     call = new_call(client, req)
     response = call.execute()
@@ -320,6 +364,54 @@ def request(
     return response
 
 
-def get(client: ClientCore, url: str | URL, headers: Any = None, proxy: Proxy | None = None) -> Response:
+def get(
+    client: ClientCore,
+    url: str | URL,
+    headers: Any = None,
+    proxy: Proxy | str | None = None,
+    params: Any = None,
+    auth: Any = None,
+    timeout: Any = USE_CLIENT_DEFAULT,
+    follow_redirects: bool | None = None,
+    cookies: Any = None,
+) -> Response:
     """``Client.get``: a GET whose body is read."""
-    return request(client, "GET", url, headers, None, None, False, proxy)
+    if (
+        headers is None
+        and proxy is None
+        and params is None
+        and auth is None
+        and timeout is USE_CLIENT_DEFAULT
+        and follow_redirects is None
+        and cookies is None
+        and not client.factory_builds
+        and isinstance(url, str)
+    ):
+        cache = _URL_CACHE
+        cached = cache.get(url)
+        if cached is not None:  # the keep-alive GET: a cached URL (no credentials), no options
+            call = new_call(client, make_request("GET", cached, EMPTY_HEADERS, None, None, None))
+            response = call.execute()
+            if response._source is not None:
+                try:
+                    response.read()
+                except BaseException:
+                    response.close()
+                    raise
+            return response
+    return request(
+        client,
+        "GET",
+        url,
+        headers,
+        None,
+        None,
+        proxy,
+        params,
+        None,
+        None,
+        auth,
+        timeout,
+        follow_redirects,
+        cookies,
+    )

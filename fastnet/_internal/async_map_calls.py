@@ -106,7 +106,7 @@ class _Run:
             index, item = taken
             outcome: Any
             try:
-                request = item if isinstance(item, Request) else Request("GET", item)
+                request = item if isinstance(item, Request) else client.build_request("GET", item)
                 call = client.new_call(request)
             except Exception as exc:  # a bad URL or request: that item's outcome
                 self.out.put_nowait((index, item, exc))

@@ -28,15 +28,15 @@ from fastnet._internal.clock import monotonic
 from fastnet._internal.real_call import RealCall
 from fastnet.exceptions import CallTimeout, CanceledError, NetworkError, PoolTimeout
 from fastnet.headers import EMPTY_HEADERS
-from fastnet.request import KNOWN_METHODS, Request, make_request
-from fastnet.url import URL
+from fastnet.proxy import Proxy
+from fastnet.request import KNOWN_METHODS, Request, make_request, proxy_from_url
 from fastnet.url import _cache as _URL_CACHE
 
 if TYPE_CHECKING:
     from fastnet._internal.client_core import ClientCore
-    from fastnet.proxy import Proxy
     from fastnet.request import BodyLike
     from fastnet.response import Response
+    from fastnet.url import URL
 
 __all__ = ["AsyncRealCall", "get", "new_async_call", "request"]
 
@@ -224,15 +224,18 @@ async def request(
     body: BodyLike | None,
     json: Any,
     stream: bool,
-    proxy: Proxy | None,
+    proxy: Proxy | str | None,
 ) -> Response:
-    """Build, execute and (unless ``stream``) read a request: what ``AsyncClient.request`` runs."""
+    """Build, execute and (unless ``stream``) read a request without options: what ``AsyncClient.request``
+    runs (one with options goes to the client's factory)."""
+    req = None
     if headers is None and body is None and json is None and method in KNOWN_METHODS:
         cached = _URL_CACHE.get(url) if isinstance(url, str) else None
-        if cached is None:
-            cached = url if isinstance(url, URL) else URL(url)
-        req = make_request(method, cached, EMPTY_HEADERS, None, proxy, None)
-    else:
+        if cached is not None:  # a cached URL carries no credentials
+            if proxy is not None and not isinstance(proxy, Proxy):
+                proxy = proxy_from_url(proxy)
+            req = make_request(method, cached, EMPTY_HEADERS, None, proxy, None)
+    if req is None:
         req = Request(method, url, headers, body, json, proxy)
     call = new_async_call(client, req)
     response = await call.execute()
@@ -246,7 +249,7 @@ async def request(
 
 
 async def get(
-    client: ClientCore, url: str | URL, headers: Any = None, proxy: Proxy | None = None
+    client: ClientCore, url: str | URL, headers: Any = None, proxy: Proxy | str | None = None
 ) -> Response:
     """``AsyncClient.get``: a GET whose body is read."""
     return await request(client, "GET", url, headers, None, None, False, proxy)

@@ -1,127 +1,68 @@
-"""The ``fastnet`` command line: ``fastnet get URL [-H 'Name: value'] [-d DATA] [-X METHOD] [-v]``, and
-``fastnet load [URL ...]``, the load generator (``fastnet/cli/load.py``).
+"""The ``fastnet`` command line: ``fastnet get URL`` (curl's options, ``fastnet/cli/get.py``), ``fastnet load
+[URL ...]``, the load generator (``fastnet/cli/load.py``), and ``fastnet --version``.
 
-Prints the status line, the response headers and the body. ``-v`` adds the request that was sent and
-every event of the call with its time (``LoggingEventListener``), then the response's timings. With no
-URL it starts the embedded ``MockServer`` on loopback and fetches from it, so ``fastnet get`` works on a
-machine without any network.
+Without a URL either command starts the embedded ``MockServer`` on loopback, so both work on a machine
+without any network.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import importlib.metadata
+import platform
 import sys
-from typing import Any
 
 import fastnet
+from fastnet import _compat
+from fastnet._internal.http1.decoders import SUPPORTED
+from fastnet._version import __version__
+from fastnet.cli import get as get_command
 from fastnet.cli import load as load_command
-from fastnet.testing import MockResponse, MockServer
 
-__all__ = ["main"]
+__all__ = ["DISTRIBUTION", "main", "version_text"]
 
-
-def _event_log() -> fastnet.LoggingEventListener:
-    """``-v``: every event of the call on stderr, with the milliseconds since it started."""
-    logger = logging.getLogger("fastnet.events.cli")
-    logger.propagate = False
-    logger.setLevel(logging.DEBUG)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("* %(message)s"))
-    logger.handlers[:] = [handler]
-    return fastnet.LoggingEventListener(logger)
+#: The name fastnet is installed under (``pip install fastnet-http``); the import name is ``fastnet``.
+DISTRIBUTION = "fastnet-http"
 
 
-def _demo_server() -> Any:
-    server = MockServer()
-    server.start()
-    server.default_response = MockResponse(
-        200,
-        headers={"Content-Type": "text/plain; charset=utf-8", "X-Served-By": "fastnet.testing.MockServer"},
-        body="hello from fastnet's embedded MockServer\n",
+def version_text() -> str:
+    """``fastnet --version``: the version, which build is running, and the optional codecs."""
+    if fastnet.compiled:
+        build = f"compiled build ({len(_compat.loaded_compiled)} extensions)"
+    elif _compat.NO_EXTENSIONS:
+        build = "pure-Python build (FASTNET_NO_EXTENSIONS is set)"
+    elif _compat.loaded_compiled:
+        missing = ", ".join(sorted(_compat.missing_compiled))
+        build = f"partly compiled build ({len(_compat.loaded_compiled)} extensions; pure: {missing})"
+    else:
+        build = "pure-Python build (no compiled extensions were built)"
+    try:
+        installed = f"{DISTRIBUTION} {importlib.metadata.version(DISTRIBUTION)}"
+    except importlib.metadata.PackageNotFoundError:
+        installed = f"{DISTRIBUTION} not installed: imported from {fastnet.__file__}"
+    codings = ", ".join(c for c in ("gzip", "deflate", "br", "zstd") if c in SUPPORTED)
+    return (
+        f"fastnet {__version__} ({installed}), {build}\n"
+        f"Python {platform.python_version()} ({sys.executable}); content codings: {codings}"
     )
-    return server
-
-
-def _parse_header(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition(":")
-    if not sep or not name.strip():
-        raise argparse.ArgumentTypeError(f"header must look like 'Name: value', not {text!r}")
-    return name.strip(), value.strip()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fastnet", description="A fast HTTP/1.1 client.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    get = sub.add_parser("get", help="fetch a URL and print status, headers and body")
-    get.add_argument("url", nargs="?", help="the URL; without one, an embedded loopback server is used")
-    get.add_argument(
-        "-H",
-        "--header",
-        action="append",
-        default=[],
-        type=_parse_header,
-        help="request header 'Name: value' (repeatable)",
+    parser.add_argument(
+        "-V", "--version", action="store_true", help="print the version and the build, then exit"
     )
-    get.add_argument("-d", "--data", help="request body (makes the method POST unless -X is given)")
-    get.add_argument("-X", "--method", help="request method (default GET, or POST with -d)")
-    get.add_argument("-v", "--verbose", action="store_true", help="show the request and each phase's timing")
-    get.add_argument("-k", "--insecure", action="store_true", help="do not verify TLS certificates")
-    get.add_argument("--timeout", type=float, default=10.0, help="connect/read/write timeout in seconds")
+    sub = parser.add_subparsers(dest="command")
+    get_parser = get_command.add_parser(sub)
     load_parser = load_command.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.version or getattr(args, "show_version", False):
+        print(version_text())
+        return 0
+    if args.command is None:
+        parser.print_usage(sys.stderr)
+        print("fastnet: error: a command is required: get or load (or --version)", file=sys.stderr)
+        return 2
     if args.command == "load":
         return load_command.main(args, load_parser)
-
-    server = None
-    url = args.url
-    if url is None:
-        server = _demo_server()
-        url = server.url("/")
-    method = args.method or ("POST" if args.data is not None else "GET")
-    listener = _event_log() if args.verbose else None
-    sent: list[Any] = []
-
-    def capture(chain: Any) -> Any:  # a network interceptor: sees the request as it goes on the wire
-        sent.append(chain.request)
-        return chain.proceed(chain.request)
-
-    try:
-        with fastnet.Client(
-            connect_timeout=args.timeout,
-            read_timeout=args.timeout,
-            write_timeout=args.timeout,
-            event_listener=listener,
-            network_interceptors=[capture] if args.verbose else [],
-            verify=not args.insecure,
-        ) as client:
-            try:
-                response = client.request(
-                    method,
-                    url,
-                    headers=args.header or None,
-                    body=args.data.encode() if args.data is not None else None,
-                )
-            except (fastnet.NetworkError, ValueError, TypeError) as exc:
-                print(f"fastnet: {type(exc).__name__}: {exc}", file=sys.stderr)
-                return 1
-            out = sys.stdout
-            if args.verbose and sent:
-                request = sent[-1]
-                out.write(f"> {request.method} {request.url} HTTP/1.1\n")
-                for name, value in request.headers.items():
-                    out.write(f"> {name}: {value}\n")
-                out.write(">\n")
-            out.write(f"{response.protocol} {response.status_code} {response.reason}\n")
-            for name, value in response.headers.items():
-                out.write(f"{name}: {value}\n")
-            out.write("\n")
-            out.flush()
-            sys.stdout.buffer.write(response.content)
-            sys.stdout.buffer.flush()
-            if args.verbose and response.timings is not None:
-                print(f"* {response.timings!r}", file=sys.stderr)
-    finally:
-        if server is not None:
-            server.shutdown()
-    return 0
+    return get_command.run(args, get_parser)

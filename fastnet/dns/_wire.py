@@ -46,7 +46,7 @@ def load_dnspython() -> Any:
         import dns.rdataclass
         import dns.rdatatype
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("UdpDns and DohDns need dnspython: pip install 'fastnet[dns]'") from exc
+        raise ImportError("UdpDns and DohDns need dnspython: pip install 'fastnet-http[dns]'") from exc
     return dns
 
 

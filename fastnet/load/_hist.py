@@ -40,7 +40,7 @@ def require(module: str, package: str) -> Any:
     except ImportError as exc:
         raise MissingDependency(
             f"fastnet load needs the {package!r} package: "
-            f"pip install 'fastnet[load]' (or pip install {package})"
+            f"pip install 'fastnet-http[load]' (or pip install {package})"
         ) from exc
 
 

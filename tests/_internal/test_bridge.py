@@ -14,6 +14,7 @@ from conftest import assert_pool_clean, make_fast_client
 from fakes import FakeDns
 
 import fastnet
+from fastnet._internal.http1.decoders import ACCEPT_ENCODING
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
 pytestmark = pytest.mark.both_clients
@@ -26,7 +27,7 @@ def test_bridge_default_headers(server: MockServer) -> None:
     rec = server.take_request()
     assert rec.headers[0] == ("Host", f"127.0.0.1:{server.port}")
     assert rec.header("user-agent") == f"fastnet/{fastnet.__version__}"
-    assert rec.header("accept-encoding") == "gzip"
+    assert rec.header("accept-encoding") == ACCEPT_ENCODING
     assert rec.header("connection") == "keep-alive"
     assert rec.header("content-length") is None and rec.header("transfer-encoding") is None
 
@@ -43,7 +44,7 @@ def test_bridge_user_headers_kept_and_defaults_added(server: MockServer) -> None
             "user-agent",
         )
         is not None
-        and rec.header("accept-encoding") == "gzip"
+        and rec.header("accept-encoding") == ACCEPT_ENCODING
     )
 
 

@@ -173,7 +173,7 @@ def test_load_cli_says_what_to_install_when_a_dependency_is_missing(
 ) -> None:
     monkeypatch.setitem(sys.modules, "hdrh.histogram", None)
     assert _load(server.url("/"), "-n", "1") == 1
-    assert "pip install 'fastnet[load]'" in capsys.readouterr().err
+    assert "pip install 'fastnet-http[load]'" in capsys.readouterr().err
 
 
 def test_load_cli_exits_1_when_the_run_cannot_start(capsys: pytest.CaptureFixture[str]) -> None:

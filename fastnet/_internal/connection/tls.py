@@ -18,6 +18,7 @@ import socket
 import ssl
 import struct
 import threading
+import warnings
 from typing import Any
 
 import certifi
@@ -58,30 +59,143 @@ def default_ssl_context() -> ssl.SSLContext:
     return context
 
 
-def build_ssl_context(verify: bool | str | ssl.SSLContext) -> ssl.SSLContext:
-    """The context for ``verify=``: certifi's bundle (True: the shared default), no checks (False), a CA
-    file or directory path, or the caller's own ``SSLContext`` (used as it is)."""
+def build_ssl_context(
+    verify: bool | str | ssl.SSLContext,
+    *,
+    cert: str | tuple[str, ...] | None = None,
+    min_tls_version: Any = None,
+    trust_env: bool = False,
+) -> ssl.SSLContext:
+    """The context for a client's TLS options.
+
+    ``verify``: certifi's bundle (True: the shared default), no checks (False), a CA file or directory
+    path, or the caller's own ``SSLContext`` (used as it is, so ``cert`` and ``min_tls_version`` go into
+    it, not here). With ``verify=True`` and ``trust_env``, ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` name the
+    CAs instead of certifi (as OpenSSL, curl and httpx read them), read when the client is made.
+    ``cert``: a client certificate, a PEM file holding the certificate and its key, or ``(certfile,
+    keyfile)`` or ``(certfile, keyfile, password)``. ``min_tls_version``: ``"1.2"``, ``"1.3"`` or an
+    ``ssl.TLSVersion`` (OpenSSL's default otherwise, TLS 1.2 on current systems).
+
+    ``verify=True`` alone gives the process's shared context, and the environment's CAs one shared context
+    per distinct environment (the context is part of the connection pool's key, so such clients share
+    connections); anything else makes a new context, read from the files now."""
     if isinstance(verify, ssl.SSLContext):
+        if cert is not None or min_tls_version is not None:
+            raise ValueError(
+                "verify is an ssl.SSLContext: load the client certificate (load_cert_chain) and set "
+                "minimum_version on it instead of passing cert= or min_tls_version="
+            )
         return verify
-    if verify is True:
+    minimum = _tls_version(min_tls_version)
+    cert_chain = _cert_chain(cert)
+    if verify is True and trust_env:
+        cafile = _environment_path("SSL_CERT_FILE", os.path.isfile)
+        capath = _environment_path("SSL_CERT_DIR", os.path.isdir)
+        if cafile is not None or capath is not None:
+            verify = ("env", cafile, capath)  # type: ignore[assignment]
+    if verify is True and cert_chain is None and minimum is None:
         return default_ssl_context()
-    return _new_context(verify)
+    shared = isinstance(verify, tuple) and cert_chain is None and minimum is None
+    if shared:  # the environment's CAs: one context per distinct environment, as the default is shared
+        with _DEFAULT_LOCK:
+            context = _ENV_CONTEXTS.get(verify)
+        if context is not None:
+            return context
+    context = _new_context(verify)
+    if cert_chain is not None:
+        certfile, keyfile, password = cert_chain
+        try:
+            context.load_cert_chain(certfile, keyfile, password)
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(f"cert: cannot load the client certificate from {certfile!r}: {exc}") from None
+    if minimum is not None:
+        context.minimum_version = minimum
+    if shared:
+        with _DEFAULT_LOCK:
+            context = _ENV_CONTEXTS.setdefault(verify, context)
+    return context
 
 
-def _new_context(verify: bool | str) -> ssl.SSLContext:
+_ENV_CONTEXTS: dict[Any, ssl.SSLContext] = {}
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _environment_path(name: str, exists: Any) -> str | None:
+    """``SSL_CERT_FILE``/``SSL_CERT_DIR`` when it names a file/directory; one that does not is ignored (as
+    httpx and OpenSSL do) with a warning, once per value."""
+    path = os.environ.get(name)
+    if not path:
+        return None
+    if exists(path):
+        return path
+    if (name, path) not in _WARNED:
+        _WARNED.add((name, path))
+        kind = "file" if name.endswith("FILE") else "directory"
+        warnings.warn(f"{name}={path!r} names no {kind}: it is ignored", RuntimeWarning, stacklevel=4)
+    return None
+
+
+_TLS_VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
+
+
+def _tls_version(value: Any) -> ssl.TLSVersion | None:
+    if value is None:
+        return None
+    if isinstance(value, ssl.TLSVersion):
+        return value  # as given: TLSv1 and TLSv1_1 too, with Python's DeprecationWarning
+    if not isinstance(value, str):
+        raise TypeError(
+            f"min_tls_version must be '1.2', '1.3' or an ssl.TLSVersion, not {type(value).__name__}"
+        )
+    text = value.strip().lower().removeprefix("tlsv").removeprefix("tls").strip()
+    version = _TLS_VERSIONS.get(text)
+    if version is None:
+        raise ValueError(
+            f"min_tls_version must be '1.2' or '1.3' (or an ssl.TLSVersion, for an older one), not {value!r}"
+        )
+    return version
+
+
+def _cert_chain(cert: Any) -> tuple[str, str | None, str | None] | None:
+    if cert is None:
+        return None
+    if isinstance(cert, (str, os.PathLike)):
+        parts: tuple[Any, ...] = (cert,)
+    elif isinstance(cert, tuple) and 1 <= len(cert) <= 3:
+        parts = cert
+    else:
+        raise TypeError("cert must be a path, or (certfile, keyfile) or (certfile, keyfile, password)")
+    certfile = os.fspath(parts[0])
+    keyfile = os.fspath(parts[1]) if len(parts) > 1 and parts[1] is not None else None
+    password = parts[2] if len(parts) > 2 else None
+    for path in (certfile, keyfile):
+        if path is not None and not os.path.isfile(path):
+            raise ValueError(f"cert: no file at {path!r}")
+    if password is not None and not isinstance(password, (str, bytes)):
+        raise TypeError("cert: the key password must be a str or bytes")
+    return certfile, keyfile, password  # type: ignore[return-value]
+
+
+def _new_context(verify: Any) -> ssl.SSLContext:
     if verify is True:
         context = ssl.create_default_context(cafile=certifi.where())
     elif verify is False:
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-    elif isinstance(verify, str):
-        if os.path.isdir(verify):
-            context = ssl.create_default_context(capath=verify)
-        elif os.path.isfile(verify):
-            context = ssl.create_default_context(cafile=verify)
+    elif isinstance(verify, tuple):  # ("env", SSL_CERT_FILE, SSL_CERT_DIR)
+        context = ssl.create_default_context(cafile=verify[1], capath=verify[2])
+    elif isinstance(verify, (str, os.PathLike)):
+        path = os.fspath(verify)
+        if os.path.isdir(path):
+            context = ssl.create_default_context(capath=path)
+        elif os.path.isfile(path):
+            try:
+                context = ssl.create_default_context(cafile=path)
+            except ssl.SSLError as exc:
+                raise ValueError(f"verify: {path!r} holds no PEM certificate ({exc})") from None
         else:
-            raise ValueError(f"verify: no CA file or directory at {verify!r}")
+            raise ValueError(f"verify: no CA file or directory at {path!r}")
     else:
         raise TypeError(f"verify must be True, False, a CA bundle path or an ssl.SSLContext, not {verify!r}")
     try:

@@ -24,6 +24,7 @@ cdef class Exchange(ResponseBodySource):
     cdef public bint headers_started
     cdef public bint body_started
     cdef public Timings timings
+    cdef public object pending
 
     @cython.locals(conn=RealConnection, data=bytes, user=ConnectionUser, wrote_head=bint, timings=Timings)
     cpdef object write_request(self, bytes head, RequestBody body, long long framing, bint expect_continue)

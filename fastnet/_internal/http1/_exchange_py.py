@@ -19,9 +19,10 @@ Bounds, whatever a peer declares or compresses:
 * a ``Content-Length`` body is received straight into the ``bytes`` object that becomes the content,
   allocated as the bytes arrive (``receive_exact``), and refused with ``BodyTooLargeError`` before a
   byte is read when it declares more than the call's ``max_body_size``;
-* a gzip body is inflated at most ``DECODED_CHUNK`` bytes at a time, and ``.content`` stops with
-  ``BodyTooLargeError`` once the decoded size passes ``max_body_size``; a gzip stream that ends before
-  its end marker is a ``ProtocolError`` even when the framing said the body was complete;
+* a compressed body (gzip, deflate, br, zstd) is decoded at most ``DECODED_CHUNK`` bytes at a time
+  (zstd: plus one 128 KiB block), and ``.content`` stops with ``BodyTooLargeError`` once the decoded size
+  passes ``max_body_size``; a stream that ends before its end marker is a ``ProtocolError`` even when the
+  framing said the body was complete;
 * at most ``MAX_INTERIM_RESPONSES`` interim (1xx) heads are skipped.
 
 The request is written exactly as its framing headers say (``codec.request_framing``): a body of
@@ -50,6 +51,7 @@ from fastnet._internal.http1.codec import (
     frame_chunk,
     map_io_error,
 )
+from fastnet._internal.http1.decoders import DecodeError
 from fastnet._internal.http1.parser import BODY_LENGTH, BODY_NONE, BODY_UNTIL_CLOSE
 from fastnet.exceptions import (
     BodyTooLargeError,
@@ -98,13 +100,14 @@ class Exchange(ResponseBodySource):
         "headers_started",
         "body_started",
         "timings",
+        "pending",
     )
     user: ConnectionUser
     connection: RealConnection
     request: Request
     body_mode: int
     keep_alive: bool
-    decompressor: Any  # a zlib decompressobj when the Bridge decodes gzip transparently
+    decompressor: Any  # a decoder (http1/decoders.py) when the Bridge decodes the body transparently
     body_bytes: int  # body bytes received from the wire (before decoding)
     failed: bool
     head_request: bool
@@ -112,6 +115,7 @@ class Exchange(ResponseBodySource):
     headers_started: bool  # response_headers_start has been reported
     body_started: bool  # response_body_start has been reported
     timings: Timings | None  # what the response's timings are made of (this exchange's timestamps)
+    pending: bytes | None  # a decoded piece readinto() could not fit (unset until then: getattr)
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -337,7 +341,7 @@ class Exchange(ResponseBodySource):
                         rest: bytes = decompressor.flush()
                         if not decompressor.eof:
                             raise ProtocolError(
-                                "truncated gzip body: the stream ended before its end marker",
+                                f"truncated {self.content_encoding} body: it ended before its end marker",
                                 url=self.request.url,
                                 phase="read",
                             )
@@ -346,10 +350,92 @@ class Exchange(ResponseBodySource):
                     data = decompressor.decompress(raw, DECODED_CHUNK)
                 if data:
                     return data
-        except zlib.error as exc:
-            err = ProtocolError(f"invalid gzip body: {exc}", url=self.request.url, phase="read")
+        except (zlib.error, DecodeError) as exc:
+            err = ProtocolError(
+                f"invalid {self.content_encoding} body: {exc}", url=self.request.url, phase="read"
+            )
             self.fail_body(err)
             raise err from exc
+        except NetworkError as exc:
+            self.fail_body(exc)
+            raise
+        except BaseException:
+            self.interrupted()
+            raise
+
+    def readinto(self, buffer: memoryview) -> int:
+        """Up to ``len(buffer)`` bytes of the decoded body into ``buffer`` (a byte view): the count, 0 at
+        the end. A Content-Length body without a content coding, on a connection with a socket of its own
+        (the blocking client's), goes from the socket straight into ``buffer`` once the bytes that came
+        with the head are used up; any other body is copied in from its decoded pieces."""
+        pending = getattr(self, "pending", None)
+        if pending:
+            n = len(pending) if len(pending) < len(buffer) else len(buffer)
+            buffer[:n] = memoryview(pending)[:n]
+            self.pending = pending[n:]
+            return n
+        if self.done:
+            return 0
+        if not self.body_started:
+            self._start_body()
+        if (
+            self.decompressor is None
+            and self.body_mode == BODY_LENGTH
+            and self.connection.recv_into is not None
+        ):
+            return self._receive_into(buffer)
+        data = self.read_chunk()
+        if data is None:
+            return 0
+        n = len(data)
+        if n > len(buffer):
+            n = len(buffer)
+            self.pending = data[n:]
+        buffer[:n] = memoryview(data)[:n]
+        return n
+
+    def _receive_into(self, buffer: memoryview) -> int:
+        """``readinto`` for a Content-Length body on a blocking socket: what the parser holds first (a
+        part given back when it does not fit), else one ``recv_into`` into ``buffer`` itself."""
+        conn = self.connection
+        parser = conn.parser
+        user = self.user
+        try:
+            remaining = parser.body_remaining
+            if remaining <= 0:
+                parser.read_body()  # None: complete
+                self.finish(True)
+                return 0
+            want = len(buffer) if len(buffer) < remaining else remaining
+            held = parser.take_buffered()
+            if held:
+                n = len(held) if len(held) < want else want
+                buffer[:n] = memoryview(held)[:n]
+                parser.skip_body_bytes(n)
+                if n < len(held):
+                    parser.feed(memoryview(held)[n:])
+            else:
+                if user.canceled:
+                    raise self.map_error(CanceledError("canceled while reading the body"), "read")
+                try:
+                    n = conn.recv_into(buffer[:want])
+                except OSError as exc:
+                    self.failed = True
+                    raise self.map_error(exc, "read") from exc
+                if n == 0:
+                    if user.canceled:
+                        raise user.canceled_error(self.request)
+                    raise ProtocolError(
+                        f"unexpected end of stream: {remaining} body bytes missing",
+                        url=self.request.url,
+                        phase="read",
+                    )
+                parser.skip_body_bytes(n)
+            self.body_bytes += n
+            if parser.body_remaining == 0:
+                parser.read_body()  # None: complete
+                self.finish(True)
+            return n
         except NetworkError as exc:
             self.fail_body(exc)
             raise
@@ -493,12 +579,25 @@ class Exchange(ResponseBodySource):
         if self.body_mode == BODY_UNTIL_CLOSE or self.user.canceled or conn.closed:
             self.finish(False)
             return
+        self.decompressor = None
+        parser = conn.parser
+        try:
+            # first what the parser holds: a short body (a redirect's) mostly came with the head, and
+            # then no socket call is needed, not even the two that set and restore the drain timeout
+            data = parser.read_body()
+            while data:
+                self.body_bytes += len(data)
+                data = parser.read_body()
+            if data is None:
+                self.finish(True)
+                return
+        except BaseException:
+            self.finish(False)
+            raise
         deadline = time.monotonic() + DRAIN_TIMEOUT
         saved = conn.read_timeout
         try:
             conn.set_timeouts(DRAIN_TIMEOUT, conn.write_timeout)
-            self.decompressor = None
-            parser = conn.parser
             while time.monotonic() < deadline:
                 data = parser.read_body()
                 if data is None:
