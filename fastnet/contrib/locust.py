@@ -351,7 +351,10 @@ class FastnetSession:
         error: BaseException | None = None
         response: fastnet.Response | None
         try:
-            response = client._request(method, full_url, items or None, body, None, stream, None)
+            if stream:
+                response = client.stream(method, full_url, headers=items or None, body=body)
+            else:
+                response = client.request(method, full_url, headers=items or None, body=body)
         except fastnet.NetworkError as exc:
             response, error = None, exc
         except ValueError as exc:  # a URL that does not parse, a bad header
