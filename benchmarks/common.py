@@ -30,6 +30,7 @@ import os
 import platform
 import shutil
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -107,16 +108,22 @@ def clean_proxy_env() -> None:
 
 
 def wait_for_http(
-    host: str, port: int, path: str = "/2b", timeout: float = 10.0, proxy: tuple[str, int] | None = None
+    host: str,
+    port: int,
+    path: str = "/2b",
+    timeout: float = 10.0,
+    proxy: tuple[str, int] | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> None:
-    """Poll (bounded) until a GET answers 200, directly or through an HTTP proxy."""
+    """Poll (bounded) until a GET answers 200, directly or through an HTTP proxy (over TLS with ``tls``)."""
     deadline = time.monotonic() + timeout
     target = f"http://{host}:{port}{path}" if proxy else path
     req = f"GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode()
     last: BaseException | None = None
     while time.monotonic() < deadline:
         try:
-            with socket.create_connection(proxy or (host, port), timeout=2) as s:
+            with socket.create_connection(proxy or (host, port), timeout=2) as plain:
+                s = plain if tls is None else tls.wrap_socket(plain, server_hostname=host)
                 s.sendall(req)
                 head = s.recv(4096)
             if head.startswith(b"HTTP/1.1 200"):
@@ -207,10 +214,14 @@ class Nginx(_Daemon):
         *,
         files: dict[str, bytes] | None = None,
         locations: str = "",
+        tls: tuple[str, str, ssl.SSLContext] | None = None,
     ) -> None:
         """``files`` adds static files (name -> content) beside ``1m.bin``; ``locations`` adds config
-        lines to the server block (e.g. a ``stub_status`` location)."""
+        lines to the server block (e.g. a ``stub_status`` location). ``tls`` (certificate chain file,
+        key file, a client context that trusts it) makes it HTTPS only (TLS 1.2 and 1.3, nginx's
+        default session tickets, no session cache)."""
         super().__init__()
+        self.tls = tls
         self.hosts = list(hosts)
         self.port = port or free_port(self.hosts)
         self.host = self.hosts[0]
@@ -222,9 +233,15 @@ class Nginx(_Daemon):
             (www / name).write_bytes(content)
         for sub in ("logs", "tmp"):
             (d / sub).mkdir()
+        ssl_flag = " ssl" if tls else ""
         listens = "\n".join(
-            f"        listen {'[' + h + ']' if ':' in h else h}:{self.port};" for h in self.hosts
+            f"        listen {'[' + h + ']' if ':' in h else h}:{self.port}{ssl_flag};" for h in self.hosts
         )
+        if tls:
+            listens += (
+                f"\n        ssl_certificate {tls[0]};\n        ssl_certificate_key {tls[1]};"
+                "\n        ssl_protocols TLSv1.2 TLSv1.3;"
+            )
         kinds = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
         temp = "\n".join(f"    {k}_temp_path {d}/tmp/{k};" for k in kinds)
         (d / "nginx.conf").write_text(f"""\
@@ -260,7 +277,7 @@ http {{
         self._spawn(["nginx", "-p", str(d), "-c", str(d / "nginx.conf"), "-e", str(d / "logs/error.log")])
         try:
             for h in self.hosts:
-                wait_for_http(h, self.port)
+                wait_for_http(h, self.port, tls=tls[2] if tls else None)
         except Exception:
             tail = self.log_tail()
             self.stop()
@@ -269,7 +286,7 @@ http {{
     def url(self, path: str, host: str | None = None) -> str:
         h = host or self.host
         h = f"[{h}]" if ":" in h else h
-        return f"http://{h}:{self.port}{path}"
+        return f"{'https' if self.tls else 'http'}://{h}:{self.port}{path}"
 
 
 class Squid(_Daemon):

@@ -290,6 +290,7 @@ class RecordedRequest:
         "raw_head",
         "tls",
         "server_name",
+        "tls_resumed",
     )
 
     def __init__(
@@ -307,6 +308,7 @@ class RecordedRequest:
         raw_head: bytes,
         tls: bool,
         server_name: str | None,
+        tls_resumed: bool = False,
     ) -> None:
         self.method = method
         self.target = target
@@ -322,6 +324,8 @@ class RecordedRequest:
         self.tls = tls
         #: The SNI host name the client sent in its TLS handshake, if any.
         self.server_name = server_name
+        #: True when that TLS connection resumed an earlier session (an abbreviated handshake).
+        self.tls_resumed = tls_resumed
         self.path, self.query = _split_target(method, target)
 
     @property
@@ -888,6 +892,7 @@ class MockServer:
                 raw_head=head.raw,
                 tls=conn.tls,
                 server_name=conn.server_name,
+                tls_resumed=conn.tls and bool(getattr(conn.sock, "session_reused", False)),
             )
             sequence += 1
             with self._lock:

@@ -476,6 +476,7 @@ class TlsTerminator:
         self.address = self.listener.getsockname()[:2]
         self.stop = threading.Event()
         self.connections = 0
+        self.resumed: list[bool] = []  # per handshake: whether it resumed a TLS session
         self.threads: list[threading.Thread] = []
         self.accepter = threading.Thread(target=self._accept, daemon=True)
         self.accepter.start()
@@ -497,6 +498,7 @@ class TlsTerminator:
         try:
             raw.settimeout(5)
             tls = self.context.wrap_socket(raw, server_side=True)
+            self.resumed.append(tls.session_reused)
             upstream = socket.create_connection(self.upstream, timeout=5)
             with selectors.DefaultSelector() as sel:
                 sel.register(tls, selectors.EVENT_READ, "down")
@@ -567,6 +569,37 @@ def test_proxies_https_proxy_https_origin_tls_inside_tls(testbed):
             with client.stream("GET", testbed.url("/1m.bin", tls=True)) as streamed:
                 assert sum(len(chunk) for chunk in streamed.iter_bytes()) == 1 << 20
         assert terminator.connections == 1
+
+
+def test_proxies_tls_inside_tls_resumes_both_sessions(testbed):
+    # a new connection through an HTTPS proxy resumes the proxy's session and, inside it, the origin's
+    seen: list[tuple[bool, bool]] = []
+
+    def network(chain: fastnet.Chain) -> fastnet.Response:
+        sock = chain.connection.sock
+        seen.append((bool(sock.session_reused), bool(sock.outer.session_reused)))
+        return chain.proceed(chain.request)
+
+    with TlsTerminator(testbed, testbed.squid_open) as terminator:
+        proxy = fastnet.Proxy.https(*terminator.address)
+        pool = fastnet.ConnectionPool(max_idle_connections=0)  # every request on a new connection
+        with make_client(
+            trust_env=False,
+            proxy=proxy,
+            verify=testbed.ca_path,
+            connection_pool=pool,
+            network_interceptors=[network],
+        ) as client:
+            for _ in range(3):
+                assert client.get(testbed.url("/whoami", tls=True)).status_code == 200
+            origin = fastnet.URL(testbed.url("/", tls=True))
+            assert set(client._core.connector.tls_sessions) == {
+                (str(terminator.address[0]), int(terminator.address[1])),
+                (origin.host, origin.port),
+            }
+        assert terminator.connections == 3
+    assert terminator.resumed == [False, True, True]
+    assert seen == [(False, False), (True, True), (True, True)]
 
 
 def test_proxies_tls_inside_tls_survives_the_idle_health_check(testbed):

@@ -372,10 +372,23 @@ class ExchangeFinder:
             conn.connect_time = max(0.0, monotonic() - connect_started - self.tls_time)
             conn.remote_address = self._target_of(route)
             if not conn.is_tls:
-                # the kernel timeouts _establish set: the first set_timeouts() skips equal values
-                conn.read_timeout = conn.write_timeout = handshake_timeout
+                # the kernel timeouts set so far: the first set_timeouts() skips equal values
+                if _has_handshake(route, self.address):
+                    conn.read_timeout = conn.write_timeout = handshake_timeout
+                else:
+                    conn.write_timeout = connect_timeout  # SO_SNDTIMEO as connect_tcp left it (0: none)
             if http_proxy and proxy.authorization is not None:
                 conn.proxy_authorization = proxy.authorization
+            if conn.is_tls:
+                # the sessions this connection's TLS layers will give, innermost first (read on release)
+                if self.address.is_https:
+                    keys: tuple[tuple[str, int], ...] = ((self.address.host, self.address.port),)
+                else:
+                    keys = ()
+                if proxy.type is ProxyType.HTTP and proxy.tls:
+                    keys += ((str(proxy.host), int(proxy.port or 0)),)
+                if keys:
+                    conn.offer_tls_sessions(connector.tls_sessions, keys)
             return conn
         raise connect_failure(self.address, attempts, selection_errors, self._target_of)
 
@@ -386,7 +399,8 @@ class ExchangeFinder:
         proxy = route.proxy
         user = self.user
         try:
-            set_socket_timeouts(sock, handshake_timeout)
+            if _has_handshake(route, address):
+                set_socket_timeouts(sock, handshake_timeout)
             if proxy.type is ProxyType.SOCKS:
                 target_host = route.socket_address[0] if not proxy.remote_dns else address.host
                 try:
@@ -474,6 +488,12 @@ class ExchangeFinder:
                 self.user,
             )
         return sock
+
+
+def _has_handshake(route: Route, address: Address) -> bool:
+    """Whether bytes are exchanged before the first request: SOCKS, TLS to a proxy, a CONNECT tunnel, TLS."""
+    proxy = route.proxy
+    return proxy.type is ProxyType.SOCKS or proxy.tls or route.requires_tunnel or address.is_https
 
 
 def connect_failure(

@@ -254,7 +254,10 @@ class RealConnectionPool:
             self._forget(abandoned.popleft())
 
     def release(self, conn: RealConnection, reusable: bool) -> None:
-        """A call is done with ``conn``: keep it idle when reusable, else close it."""
+        """A call is done with ``conn``: keep it idle when reusable, else close it. A new TLS
+        connection first gives its session for the next connection to its address to resume."""
+        if conn.gives_tls_session:
+            conn.give_tls_session()
         to_close = None
         now = time.monotonic()
         lock = self.lock

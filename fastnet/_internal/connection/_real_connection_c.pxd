@@ -30,6 +30,9 @@ cdef class RealConnection:
     cdef public double connect_time
     cdef public double tls_time
     cdef public object remote_address
+    cdef public bint gives_tls_session
+    cdef public object tls_sessions
+    cdef public object tls_session_keys
     cdef object __weakref__
 
     cpdef write(self, bytes data)
@@ -41,6 +44,8 @@ cdef class RealConnection:
     @cython.locals(received=Py_ssize_t)
     cpdef tuple receive_body(self, bytes head, Py_ssize_t total)
     cpdef set_timeouts(self, double read_timeout, double write_timeout)
+    cpdef offer_tls_sessions(self, dict sessions, tuple keys)
+    cpdef give_tls_session(self)
     cpdef bint is_healthy(self)
     cpdef close(self)
     cpdef shutdown(self)

@@ -18,6 +18,7 @@ import time
 from ssl import SSLSocket as _SSLSocket
 from typing import TYPE_CHECKING, Any
 
+from fastnet._internal.connection.tls import TlsInTlsSocket, keep_session
 from fastnet._internal.http1.parser import ResponseParser, receive_exact
 
 if TYPE_CHECKING:
@@ -76,6 +77,9 @@ class RealConnection:
         "connect_time",
         "tls_time",
         "remote_address",
+        "gives_tls_session",
+        "tls_sessions",
+        "tls_session_keys",
         "__weakref__",
     )
 
@@ -103,6 +107,11 @@ class RealConnection:
     connect_time: float
     tls_time: float
     remote_address: tuple[str, int] | None  # where the socket is connected (a proxy's, through a proxy)
+    # TLS session resumption: set (by the finder) on a new TLS connection until the pool's release has
+    # read its sessions into ``tls_sessions``, one key per TLS layer of ``sock``, innermost first
+    gives_tls_session: bool
+    tls_sessions: dict[tuple[str, int], Any] | None
+    tls_session_keys: tuple[tuple[str, int], ...]
 
     def __init__(
         self, sock: Any, route: Route | None, address: Address, is_tls: bool = False, http_proxy: bool = False
@@ -131,6 +140,9 @@ class RealConnection:
         self.connect_time = 0.0
         self.tls_time = 0.0
         self.remote_address = None
+        self.gives_tls_session = False
+        self.tls_sessions = None
+        self.tls_session_keys = ()
 
     # -- I/O: what an exchange calls (the asyncio connection has the same methods, as coroutines) --
 
@@ -173,6 +185,49 @@ class RealConnection:
         if write_timeout != self.write_timeout:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval(write_timeout))
             self.write_timeout = write_timeout
+
+    def offer_tls_sessions(
+        self, sessions: dict[tuple[str, int], Any], keys: tuple[tuple[str, int], ...]
+    ) -> None:
+        """Have the pool's release read this new connection's TLS sessions into ``sessions`` (under
+        ``keys``, one per TLS layer of the socket, innermost first), for the next connection to each
+        address to resume. A connection whose every layer resumed a session has nothing to give."""
+        sock = self.sock
+        for _key in keys:
+            if sock is None:
+                break
+            if not sock.session_reused:
+                self.tls_sessions = sessions
+                self.tls_session_keys = keys
+                self.gives_tls_session = True
+                return
+            sock = sock.outer if isinstance(sock, TlsInTlsSocket) else None
+
+    def give_tls_session(self) -> None:
+        """Keep this connection's TLS sessions for resumption: called once, when the connection is
+        released after its first exchange (a TLS 1.3 ticket arrives with the first response, not with
+        the handshake, and reading ``session`` costs a serialisation, so never per request). A layer
+        that was itself resumed gives nothing: the session it resumed stays."""
+        if self.exchange_count == 0:
+            return  # no response yet: no ticket to read (the connection is about to close anyway)
+        self.gives_tls_session = False
+        sessions = self.tls_sessions
+        self.tls_sessions = None
+        if sessions is None:
+            return
+        sock = self.sock
+        for key in self.tls_session_keys:
+            if sock is None:
+                break
+            try:
+                if not sock.session_reused:
+                    session = sock.session
+                    # under TLS 1.3 a session without a ticket cannot be resumed: keep the stored one
+                    if session is not None and (session.has_ticket or sock.version() != "TLSv1.3"):
+                        keep_session(sessions, key, session)
+            except (AttributeError, OSError, ValueError):
+                break  # not a TLS socket, or closed
+            sock = sock.outer if isinstance(sock, TlsInTlsSocket) else None
 
     def is_healthy(self) -> bool:
         """False when the peer closed (or sent unexpected bytes) while the connection was idle."""

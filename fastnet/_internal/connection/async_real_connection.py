@@ -408,6 +408,9 @@ def new_async_connection(
     conn.connect_time = 0.0
     conn.tls_time = 0.0
     conn.remote_address = None
+    conn.gives_tls_session = False  # asyncio's start_tls takes no session: nothing to give
+    conn.tls_sessions = None
+    conn.tls_session_keys = ()
     conn.loop = loop
     conn.transport = None
     conn.protocol = _Protocol(conn)

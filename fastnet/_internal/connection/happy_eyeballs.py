@@ -84,6 +84,13 @@ class _Attempt:
         self.deadline = deadline
 
 
+def _send_timeout(timeout: float) -> bytes:
+    """``timeout`` as ``SO_SNDTIMEO``'s ``struct timeval``, never zero (zero would mean no timeout)."""
+    whole = int(timeout)
+    micros = int((timeout - whole) * 1e6)
+    return struct.pack("ll", whole, max(1, micros) if whole == 0 else micros)
+
+
 def connect_tcp(
     routes: Sequence[R],
     *,
@@ -100,7 +107,9 @@ def connect_tcp(
     """Connect to the first of ``routes`` that answers; returns ``(socket, route, failures)``.
 
     ``connect_timeout`` of ``None`` or ``0`` means no timeout. The socket is returned in blocking
-    mode with ``TCP_NODELAY`` set; ``failures`` lists the attempts that failed before it won.
+    mode with ``TCP_NODELAY`` set and ``SO_SNDTIMEO`` at the connect timeout (unset without one), which a
+    caller whose write timeout is the same need not set again; ``failures`` lists the attempts that
+    failed before it won.
     ``describe(route, target)`` names an attempt in timeout messages (default: ``host:port``). A refused
     or unreachable attempt fails with the ``OSError`` of its errno, which names no address: the route
     it belongs to is reported with it.
@@ -224,6 +233,8 @@ def connect_tcp(
     try:
         sock.setblocking(True)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if timeout is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _send_timeout(timeout))
     except OSError as exc:
         sock.close()
         fail(winner.route, exc)
@@ -249,16 +260,7 @@ def _connect_one(
         family, sockaddr = _sockaddr(target)
         sock = socket.socket(family, socket.SOCK_STREAM)
         if timeout is not None:
-            whole = int(timeout)
-            sock.setsockopt(
-                socket.SOL_SOCKET,
-                socket.SO_SNDTIMEO,
-                struct.pack(
-                    "ll",
-                    whole,
-                    max(1, int((timeout - whole) * 1e6)) if whole == 0 else int((timeout - whole) * 1e6),
-                ),
-            )
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _send_timeout(timeout))
         cooperative = not isinstance(sock, _socket.socket)  # gevent's: waits in its hub, not the kernel
         if cooperative:
             sock.settimeout(timeout)

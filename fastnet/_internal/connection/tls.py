@@ -6,6 +6,13 @@ socket it was given when the handshake fails, so a caller never holds a half-mad
 every failure into ``TlsVerificationError``, ``TlsError`` or ``ConnectTimeout`` (``tls_failure``, which
 ``wrap_tls_async``, the asyncio connection's handshake, shares).
 
+Sessions: ``wrap_tls`` offers the session kept for (host, port), if any. It does not read the new
+connection's session: under TLS 1.3 the ticket arrives after the handshake, with the first response, and
+reading ``session`` costs a serialisation (about 0.2 ms on CPython 3.11). ``RealConnection`` reads it
+once, when the pool gets the connection back after its first exchange (``give_tls_session``), and only
+from a TLS layer that was not itself resumed, so a resumed connection never replaces the session it
+resumed.
+
 CPython's ``ssl`` retries, forever, a handshake read that ``SO_RCVTIMEO`` interrupted, so the handshake
 runs under the socket's own timeout (the connect timeout the caller set as the kernel receive timeout);
 afterwards the socket is blocking again.
@@ -31,6 +38,7 @@ __all__ = [
     "TlsSessions",
     "build_ssl_context",
     "default_ssl_context",
+    "keep_session",
     "tls_failure",
     "wrap_tls",
     "wrap_tls_async",
@@ -210,8 +218,10 @@ def wrap_tls(
 ) -> Any:
     """TLS to ``host`` over ``sock``: a plain socket, or a TLS socket to an HTTPS proxy (TLS inside TLS).
 
-    ``user`` is the call (its ``events`` hear ``secure_connect_start/end``). On failure ``sock`` is
-    closed (``ssl`` closes a socket whose handshake failed; the TLS-in-TLS path does the same).
+    ``user`` is the call (its ``events`` hear ``secure_connect_start/end``). The session kept in
+    ``sessions`` for (host, port) is offered; the new one is kept later, by the connection (see the module
+    doc). On failure ``sock`` is closed (``ssl`` closes a socket whose handshake failed; the TLS-in-TLS
+    path does the same).
     """
     events = user.events
     if events is not None:
@@ -231,7 +241,6 @@ def wrap_tls(
     except OSError as exc:  # ssl's errors and socket timeouts are all OSErrors
         close_quietly(sock)
         raise tls_failure(exc, host, port) from exc
-    _keep_session(sessions, host, port, tls.session)
     if events is not None:
         events.secure_connect_end(user, tls.version())
     return tls
@@ -245,7 +254,8 @@ async def wrap_tls_async(
     events, errors and messages; on failure ``conn`` is closed.
 
     The session is kept in ``sessions`` for the blocking handshakes that share them, but not offered:
-    asyncio's ``start_tls`` makes its ``SSLObject`` itself and takes no ``session``."""
+    asyncio's ``start_tls`` makes its ``SSLObject`` itself and takes no ``session``. It is read right
+    after the handshake, so under TLS 1.3 (the ticket not yet in) it is one that cannot be resumed."""
     events = user.events
     if events is not None:
         events.secure_connect_start(user)
@@ -256,7 +266,7 @@ async def wrap_tls_async(
         raise tls_failure(exc, host, port) from exc
     ssl_object = conn.transport.get_extra_info("ssl_object")
     if ssl_object is not None:
-        _keep_session(sessions, host, port, ssl_object.session)
+        keep_session(sessions, (host, port), ssl_object.session)
     if events is not None:
         events.secure_connect_end(user, conn.tls_version)
 
@@ -279,11 +289,13 @@ def tls_failure(exc: OSError, host: str, port: int) -> NetworkError:
     return TlsError(f"TLS handshake with {hostport(host, port)} failed: {exc}", phase="tls")
 
 
-def _keep_session(sessions: TlsSessions, host: str, port: int, session: Any) -> None:
+def keep_session(sessions: TlsSessions, key: tuple[str, int], session: Any) -> None:
+    """Keep ``session`` for the next connection to ``key`` (host, port) to offer (at most about
+    ``_MAX_SESSIONS`` addresses: past that the dict starts over)."""
     if session is not None:
         if len(sessions) > _MAX_SESSIONS:
             sessions.clear()
-        sessions[(host, port)] = session
+        sessions[key] = session
 
 
 class TlsInTlsSocket:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import socket
+import struct
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -113,6 +114,26 @@ def test_happy_eyeballs_single_route_connects(listener: Any) -> None:
         assert sock.getpeername()[:2] == good.socket_address
         assert sock.gettimeout() is None  # blocking
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+def _send_timeout(sock: socket.socket) -> float:
+    seconds, micros = struct.unpack("ll", sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, 16))
+    return seconds + micros / 1e6
+
+
+def test_happy_eyeballs_leaves_the_connect_timeout_as_send_timeout(
+    listener: Any, refused: tuple[str, int]
+) -> None:
+    """Both ways of connecting hand back a socket whose SO_SNDTIMEO is the connect timeout (the
+    exchange finder relies on it to skip setting an equal write timeout again), and none without one."""
+    port = listener()
+    for routes in ([route(port)], [route(refused), route(port)]):
+        sock, _winner, _failures = connect_tcp(routes, connect_timeout=2.5)
+        with sock:
+            assert _send_timeout(sock) == 2.5
+    sock, _winner, _failures = connect_tcp([route(refused), route(port)], connect_timeout=None)
+    with sock:
+        assert _send_timeout(sock) == 0.0
 
 
 def test_happy_eyeballs_refused_then_next_route(listener: Any, refused: tuple[str, int]) -> None:

@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from conftest import make_fast_client
+from conftest import blocking_only, make_fast_client
 from fakes import FakeDns, RecordingListener
 
 import fastnet
@@ -199,3 +199,95 @@ def test_tls_handshake_timeout_when_server_does_not_speak_tls() -> None:
     thread.join(5.0)  # the server's shutdown closed the socket: the client thread ends either way
     assert not hung, "the TLS handshake did not time out"
     assert outcome and isinstance(outcome[0], fastnet.TimeoutError | fastnet.TlsError)
+
+
+# ------------------------------------------------------------------------------ session resumption
+# The blocking client keeps a connection's session when the pool gets the connection back after its
+# first exchange (under TLS 1.3 the ticket arrives with the first response, not with the handshake) and
+# offers it to the next new connection to that (host, port). asyncio's start_tls takes no session.
+
+TLS_VERSIONS = [
+    pytest.param(ssl.TLSVersion.TLSv1_2, id="tls1.2"),
+    pytest.param(ssl.TLSVersion.TLSv1_3, id="tls1.3"),
+]
+
+
+def _pinned_context(server: MockServer, version: ssl.TLSVersion) -> ssl.SSLContext:
+    context = server.client_ssl_context()
+    context.minimum_version = context.maximum_version = version
+    return context
+
+
+@pytest.mark.parametrize("version", TLS_VERSIONS)
+def test_tls_new_connection_resumes_the_session(
+    tls_server: MockServer, client_kind: str, version: ssl.TLSVersion
+) -> None:
+    blocking_only(client_kind, "asyncio's start_tls cannot offer a session")
+    seen: list[tuple[bool, bool]] = []
+
+    def network(chain: fastnet.Chain) -> fastnet.Response:
+        conn = chain.connection
+        assert conn is not None
+        seen.append((bool(conn.sock.session_reused), bool(conn.gives_tls_session)))
+        return chain.proceed(chain.request)
+
+    tls_server.enqueue(*[MockResponse(200, body=b"x")] * 4)
+    context = _pinned_context(tls_server, version)
+    with make_fast_client(verify=context, network_interceptors=[network]) as client:
+        key = ("localhost", tls_server.port)
+        url = tls_server.url("/", host="localhost")
+        assert client.get(url).content == b"x"  # a keep-alive connection: given once, on release
+        stored = client._core.connector.tls_sessions[key]
+        assert client.get(url, headers={"Connection": "close"}).content == b"x"
+        assert client._core.connector.tls_sessions[key] is stored  # given once per connection
+        assert client.get(url).content == b"x"  # a new connection: resumed
+        assert client.get(url).content == b"x"
+        # a resumed connection keeps the session it resumed
+        assert client._core.connector.tls_sessions[key] is stored
+        assert client.connection_pool.connection_count() == 1
+    # (reused, still to give its session) per request: only a new connection's first exchange reads it
+    assert seen == [(False, True), (False, False), (True, False), (True, False)]
+    records = [tls_server.take_request() for _ in range(4)]
+    assert [r.tls_resumed for r in records] == [False, False, True, True]
+    assert records[1].connection_index != records[2].connection_index
+    assert all(r.tls for r in records)
+
+
+@pytest.mark.parametrize("version", TLS_VERSIONS)
+def test_tls_resumes_with_a_pool_that_keeps_nothing(
+    tls_server: MockServer, client_kind: str, version: ssl.TLSVersion
+) -> None:
+    blocking_only(client_kind, "asyncio's start_tls cannot offer a session")
+    tls_server.enqueue(*[MockResponse(200, body=b"y")] * 3)
+    pool = fastnet.ConnectionPool(max_idle_connections=0)
+    context = _pinned_context(tls_server, version)
+    with make_fast_client(verify=context, connection_pool=pool) as client:
+        for _ in range(3):
+            assert client.get(tls_server.url("/")).content == b"y"
+        assert client.connection_pool.connection_count() == 0
+    records = [tls_server.take_request() for _ in range(3)]
+    assert len({r.connection_index for r in records}) == 3
+    assert [r.tls_resumed for r in records] == [False, True, True]
+
+
+def test_tls_sessions_are_per_host_and_port(tls_server: MockServer, client_kind: str) -> None:
+    blocking_only(client_kind, "asyncio's start_tls cannot offer a session")
+    with MockServer(tls=True, ca=tls_server.ca) as other:  # same CA, another port
+        for server in (tls_server, other):
+            server.enqueue(*[MockResponse(200, headers={"Connection": "close"})] * 3)
+        with make_fast_client(verify=tls_server.client_ssl_context()) as client:
+            client.get(tls_server.url("/", host="localhost"))
+            client.get(other.url("/", host="localhost"))  # another port: a full handshake
+            client.get(tls_server.url("/", host="127.0.0.1"))  # another host name: a full handshake
+            client.get(tls_server.url("/", host="localhost"))  # resumed
+            client.get(other.url("/", host="localhost"))  # resumed
+            sessions = client._core.connector.tls_sessions
+            assert set(sessions) == {
+                ("localhost", tls_server.port),
+                ("localhost", other.port),
+                ("127.0.0.1", tls_server.port),
+            }
+        first = [tls_server.take_request().tls_resumed for _ in range(3)]
+        second = [other.take_request().tls_resumed for _ in range(2)]
+    assert first == [False, False, True]
+    assert second == [False, True]
