@@ -4,12 +4,14 @@ Pure-Python twin of the compiled ``_real_connection_c``; import both through
 ``fastnet._internal.connection.real_connection``. The I/O rules that keep a keep-alive request at two
 system calls live here: timeouts are kernel socket options (``SO_RCVTIMEO``/``SO_SNDTIMEO``) set only
 when they change, and the one receive buffer is reused for every response on the connection. TLS sockets
-(and gevent's cooperative ones) use the socket's own timeout instead, because CPython's ``ssl`` retries,
-forever, a read that a kernel timeout interrupted.
+(and gevent's cooperative ones, whenever gevent patched ``socket``) use the socket's own timeout instead,
+because CPython's ``ssl`` retries, forever, a read that a kernel timeout interrupted, and a cooperative
+socket waits in gevent's hub, which kernel timeouts do not reach.
 """
 
 from __future__ import annotations
 
+import _socket
 import socket
 import struct
 import time
@@ -25,8 +27,10 @@ if TYPE_CHECKING:
 __all__ = ["RECV_BUFFER_SIZE", "RealConnection", "set_socket_timeouts", "timeval"]
 
 RECV_BUFFER_SIZE = 32768
-_GEVENT = socket.socket.__module__.startswith("gevent")
-_RAW_RECV = socket.socket.recv
+# The C socket type: what a plain blocking socket (socket.socket, and ssl.SSLSocket) is an instance of,
+# and gevent's cooperative socket is not (it wraps one as ``_sock``), whenever gevent patched ``socket``
+_PLAIN_SOCKET = _socket.socket
+_RAW_RECV = _socket.socket.recv  # never gevent's: a non-blocking peek must not wait for the socket
 _monotonic = time.monotonic
 
 
@@ -166,7 +170,7 @@ class RealConnection:
 
     def set_timeouts(self, read_timeout: float, write_timeout: float) -> None:
         sock = self.sock
-        if _GEVENT or self.is_tls:
+        if self.is_tls or not isinstance(sock, _PLAIN_SOCKET):
             # ssl retries a read or write that a kernel timeout interrupted (a blocking socket's
             # EAGAIN looks like "want read"), forever: TLS sockets need the socket's own timeout,
             # which serves reads and writes alike (the read timeout)
@@ -230,9 +234,12 @@ class RealConnection:
         if self.closed:
             return False
         sock = self.sock
+        raw = sock
+        if not isinstance(raw, _PLAIN_SOCKET):
+            raw = getattr(sock, "_sock", sock)  # gevent's cooperative socket: peek at the one it wraps
         try:
             # the raw socket's recv: SSLSocket.recv refuses flags; a TLS peer's close_notify is data here
-            data = _RAW_RECV(sock, 1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            data = _RAW_RECV(raw, 1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
             return True
         except OSError:
@@ -274,7 +281,10 @@ def _tls_peek_healthy(sock: Any) -> bool:
 
 
 def set_socket_timeouts(sock: socket.socket, seconds: float) -> None:
-    """Both kernel timeouts of a plain TCP socket (used while connecting and during handshakes)."""
+    """Both kernel timeouts of a plain TCP socket (used while connecting and during handshakes); a
+    cooperative (gevent) socket gets its own timeout as well, since it never blocks in the kernel."""
     value = timeval(seconds)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+    if not isinstance(sock, _PLAIN_SOCKET):
+        sock.settimeout(seconds if seconds > 0 else None)

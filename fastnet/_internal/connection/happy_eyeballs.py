@@ -20,6 +20,7 @@ Route order (family interleaving) is the route selector's job; this module keeps
 
 from __future__ import annotations
 
+import _socket
 import errno
 import os
 import selectors
@@ -250,7 +251,8 @@ def _connect_one(
     name: Callable[[Any, tuple[str, int]], str],
 ) -> tuple[socket.socket, Any, list[tuple[Any, BaseException]]]:
     """One route: a blocking ``connect`` bounded by ``SO_SNDTIMEO`` (Linux honours it for connect), three
-    system calls instead of the racing loop's seven. ``on_socket`` lets the caller abort it (cancel)
+    system calls instead of the racing loop's seven; a cooperative (gevent) socket, which never blocks in
+    the kernel, is bounded by its own timeout instead. ``on_socket`` lets the caller abort it (cancel)
     with ``shutdown()``, which makes the blocking connect fail at once."""
     target = target_of(route)
     sock = None
@@ -259,9 +261,14 @@ def _connect_one(
         sock = socket.socket(family, socket.SOCK_STREAM)
         if timeout is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _send_timeout(timeout))
+        cooperative = not isinstance(sock, _socket.socket)  # gevent's: waits in its hub, not the kernel
+        if cooperative:
+            sock.settimeout(timeout)
         if on_socket is not None:
             on_socket(sock)
         sock.connect(sockaddr)
+        if cooperative:
+            sock.settimeout(None)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     except (TimeoutError, BlockingIOError) as exc:
         if sock is not None:

@@ -1,0 +1,448 @@
+"""``FastnetTransport`` and ``AsyncFastnetTransport``: fastnet as the engine of ``httpx.Client`` and
+``httpx.AsyncClient``.
+
+>>> import httpx
+>>> from fastnet.contrib.httpx import FastnetTransport, AsyncFastnetTransport
+>>> with httpx.Client(transport=FastnetTransport()) as client:
+...     client.get("http://127.0.0.1:8080/").text
+>>> async with httpx.AsyncClient(transport=AsyncFastnetTransport()) as client:
+...     (await client.get("http://127.0.0.1:8080/")).text
+
+Theory of operation
+-------------------
+A transport does one exchange (``handle_request``): httpx keeps redirects, cookies, authentication,
+event hooks and decoding (it sends its own ``Accept-Encoding``, so fastnet hands the body over as sent and
+httpx decompresses it). The transport runs a ``fastnet.Client`` (``fastnet.AsyncClient`` for the async
+one) with redirects, cookies, authenticators and the proxy environment off. httpx's per-request
+``timeout`` (the ``timeout`` extension: connect, read, write, pool) picks a sibling of that client
+(``with_options``), made once per distinct value and kept, so all of them share one pool. Request bodies
+stream both ways: a body httpx already holds goes as bytes, any other (a generator, a file) is iterated
+as it is sent, with httpx's own ``Content-Length`` or ``Transfer-Encoding: chunked``; the response body is
+a ``SyncByteStream``/``AsyncByteStream`` that reads fastnet's streamed body as it arrives.
+
+The constructor takes ``httpx.HTTPTransport``'s arguments where fastnet has them: ``verify`` (``True``, a
+CA path or an ``ssl.SSLContext``; ``False``), ``cert`` (loaded into the context), ``proxy`` (``http``,
+``https``, ``socks5``, ``socks5h`` URLs, or an ``httpx.Proxy`` with credentials in the URL or ``auth``),
+``limits`` (``max_keepalive_connections`` idle connections kept ``keepalive_expiry`` seconds;
+``max_connections`` caps connections *per host*, fastnet having no global cap), ``retries`` (failed
+connections retried that many times, idempotent methods only), and ``client=`` to send through a
+``fastnet.Client``/``AsyncClient`` of your own. ``http2=True``, ``uds`` and ``local_address`` are refused
+with a ``ValueError`` (fastnet speaks HTTP/1.1 over TCP and cannot bind a local address).
+
+As with a custom ``httpx.HTTPTransport``, ``httpx.Client(transport=...)`` does not mount the proxy
+environment: pass ``proxy=`` to the transport (``httpx.Client(proxy=...)`` would mount httpx's own transport
+for the proxy). fastnet's errors become httpx's: ``ConnectTimeout``, ``ReadTimeout``, ``WriteTimeout``,
+``PoolTimeout``, ``ConnectError`` (refused, DNS, TLS), ``ProxyError``, ``RemoteProtocolError`` (a peer that
+closed before answering, broke HTTP/1.1 or cut the body short), ``ReadError``, ``UnsupportedProtocol``.
+"""
+
+from __future__ import annotations
+
+import ssl
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import certifi
+import httpx
+
+import fastnet
+from fastnet._internal.connection.tls import build_ssl_context
+
+__all__ = ["AsyncFastnetTransport", "FastnetTransport"]
+
+_MAX_SIBLINGS = 256
+_FORCED: dict[str, Any] = {
+    "follow_redirects": False,
+    "cookie_jar": None,
+    "authenticator": None,
+    "proxy_selector": None,
+    "trust_env": False,
+    "max_body_size": None,
+}
+
+
+class _Base:
+    """What both transports share: the options, the sibling clients, the request and the errors."""
+
+    _base: Any
+    _siblings: dict[tuple[Any, ...], Any]
+
+    def _setup(
+        self,
+        client_type: Any,
+        client: Any,
+        verify: ssl.SSLContext | str | bool,
+        cert: Any,
+        trust_env: bool,
+        http1: bool,
+        http2: bool,
+        limits: httpx.Limits,
+        proxy: Any,
+        uds: str | None,
+        local_address: str | None,
+        retries: int,
+        options: dict[str, Any],
+    ) -> None:
+        if http2 or not http1:
+            raise ValueError("fastnet speaks HTTP/1.1 only: http2=True (or http1=False) is not supported")
+        if uds is not None:
+            raise ValueError("fastnet connects over TCP: uds= is not supported")
+        if local_address is not None:
+            raise ValueError("fastnet cannot bind a local address: local_address= is not supported")
+        forced = dict(_FORCED)
+        forced["proxy"] = _proxy(proxy)
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise TypeError(f"retries must be an int >= 0, not {retries!r}")
+        retry = fastnet.Retry(total=retries, respect_retry_after=False) if retries else None
+        if client is not None:
+            given: Any = client
+            if not isinstance(given, client_type):
+                raise TypeError(f"client must be a {client_type.__module__}.{client_type.__name__}")
+            if options:
+                raise TypeError("pass either a fastnet client or its options, not both")
+            if retry is not None:
+                forced["interceptors"] = [*client.interceptors, retry]
+            if verify is not True or cert is not None:
+                forced["verify"] = _ssl_context(verify, cert, trust_env)
+            self._own = False
+            self._base = given.with_options(**forced)
+        else:
+            if "connection_pool" not in options:
+                max_connections = limits.max_connections
+                options["connection_pool"] = fastnet.ConnectionPool(
+                    max_idle_connections=20
+                    if limits.max_keepalive_connections is None
+                    else limits.max_keepalive_connections,
+                    keep_alive=limits.keepalive_expiry or 5.0,
+                    max_connections_per_host=max_connections,
+                )
+            if retry is not None:
+                options["interceptors"] = [*options.get("interceptors", ()), retry]
+            options.setdefault("verify", _ssl_context(verify, cert, trust_env))
+            self._own = True
+            self._base = client_type(**{**options, **forced})
+        self._siblings = {}
+        self._lock = threading.Lock()
+
+    def _client_for(self, request: httpx.Request) -> Any:
+        timeout = request.extensions.get("timeout")
+        if not timeout:
+            return self._base
+        key = (timeout.get("connect"), timeout.get("read"), timeout.get("write"))
+        sibling = self._siblings.get(key)
+        if sibling is None:
+            with self._lock:
+                sibling = self._siblings.get(key)
+                if sibling is None:
+                    if len(self._siblings) >= _MAX_SIBLINGS:
+                        self._siblings.clear()
+                    sibling = self._base.with_options(
+                        connect_timeout=_seconds(key[0]),
+                        read_timeout=_seconds(key[1]),
+                        write_timeout=_seconds(key[2]),
+                    )
+                    self._siblings[key] = sibling
+        return sibling
+
+
+def _seconds(value: Any) -> float | None:
+    if value is None:
+        return None
+    return 1e-6 if value == 0 else float(value)  # fastnet reads 0 as "no timeout"
+
+
+def _proxy(proxy: Any) -> fastnet.Proxy | None:
+    if proxy is None:
+        return None
+    if isinstance(proxy, (str, httpx.URL)):
+        proxy = httpx.Proxy(proxy)
+    if not isinstance(proxy, httpx.Proxy):
+        raise TypeError(f"proxy must be a URL or an httpx.Proxy, not {type(proxy).__name__}")
+    url = proxy.url
+    if url.scheme not in ("http", "https", "socks5", "socks5h"):
+        raise ValueError(
+            f"Proxy protocol must be either 'http', 'https', 'socks5', or 'socks5h', but got {url.scheme!r}."
+        )
+    if proxy.headers:
+        raise ValueError(
+            "fastnet does not send custom proxy headers: httpx.Proxy(headers=...) is not supported"
+        )
+    host = url.host
+    port = url.port
+    username = password = None
+    if proxy.auth is not None:
+        username, password = proxy.auth
+    if url.scheme == "http":
+        return fastnet.Proxy.http(host, port or 80, username=username, password=password)
+    if url.scheme == "https":
+        return fastnet.Proxy.https(host, port or 443, username=username, password=password)
+    return fastnet.Proxy.socks(
+        host, port or 1080, username=username, password=password, remote_dns=url.scheme == "socks5h"
+    )
+
+
+def _ssl_context(
+    verify: ssl.SSLContext | str | bool, cert: Any, trust_env: bool
+) -> ssl.SSLContext | bool | str:
+    """What fastnet's ``verify=`` takes for httpx's ``verify`` and ``cert``."""
+    if isinstance(verify, ssl.SSLContext):
+        if cert is not None:
+            _load_cert(verify, cert)
+        return verify
+    if cert is None:
+        return verify
+    context = build_ssl_context(certifi.where() if verify is True else verify)
+    _load_cert(context, cert)
+    return context
+
+
+def _load_cert(context: ssl.SSLContext, cert: Any) -> None:
+    if isinstance(cert, str):
+        context.load_cert_chain(cert)
+    elif len(cert) == 2:
+        context.load_cert_chain(cert[0], cert[1])
+    else:
+        context.load_cert_chain(cert[0], cert[1], cert[2])
+
+
+def _fastnet_request(request: httpx.Request, body: Any) -> fastnet.Request:
+    url = request.url
+    if url.scheme not in ("http", "https"):
+        raise httpx.UnsupportedProtocol(
+            "Request URL is missing an 'http://' or 'https://' protocol.", request=request
+        )
+    headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in request.headers.raw]
+    try:
+        return fastnet.Request(request.method, str(url), headers, body)
+    except ValueError as exc:
+        raise httpx.LocalProtocolError(str(exc), request=request) from exc
+
+
+def _httpx_error(exc: fastnet.NetworkError, request: httpx.Request) -> httpx.TransportError:
+    """The httpx exception for a fastnet error raised before the response head arrived."""
+    kind: type[httpx.TransportError]
+    if isinstance(exc, fastnet.ConnectTimeout):
+        kind = httpx.ConnectTimeout
+    elif isinstance(exc, fastnet.ReadTimeout):
+        kind = httpx.ReadTimeout
+    elif isinstance(exc, fastnet.WriteTimeout):
+        kind = httpx.WriteTimeout
+    elif isinstance(exc, fastnet.PoolTimeout):
+        kind = httpx.PoolTimeout
+    elif isinstance(exc, fastnet.TimeoutError):
+        kind = httpx.TimeoutException
+    elif isinstance(exc, fastnet.ProxyError):
+        kind = httpx.ProxyError
+    elif isinstance(exc, (fastnet.ConnectError, fastnet.UnknownHostError, fastnet.TlsError)):
+        kind = httpx.ConnectError
+    elif isinstance(exc, (fastnet.ConnectionClosedError, fastnet.ProtocolError)):
+        kind = httpx.RemoteProtocolError
+    else:
+        kind = httpx.ReadError
+    return kind(str(exc), request=request)
+
+
+def _body_error(exc: BaseException, request: httpx.Request) -> httpx.TransportError:
+    """The httpx exception for a fastnet error while the response body streams."""
+    if isinstance(exc, fastnet.TimeoutError):
+        return httpx.ReadTimeout(str(exc), request=request)
+    if isinstance(exc, fastnet.ProtocolError):
+        return httpx.RemoteProtocolError(str(exc), request=request)
+    return httpx.ReadError(str(exc), request=request)
+
+
+def _extensions(response: fastnet.Response) -> dict[str, Any]:
+    return {
+        "http_version": response.protocol.encode("ascii"),
+        "reason_phrase": response.reason.encode("latin-1", "replace"),
+    }
+
+
+# ------------------------------------------------------------------------------------------- blocking
+
+
+class _ResponseStream(httpx.SyncByteStream):
+    __slots__ = ("_response", "_request")
+
+    def __init__(self, response: fastnet.Response, request: httpx.Request) -> None:
+        self._response = response
+        self._request = request
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._response.iter_bytes()
+        except fastnet.NetworkError as exc:
+            raise _body_error(exc, self._request) from exc
+
+    def close(self) -> None:
+        self._response.close()
+
+
+def _chunks(stream: Any) -> Iterator[bytes]:
+    yield from stream
+
+
+class FastnetTransport(_Base, httpx.BaseTransport):
+    """An ``httpx.BaseTransport`` that sends each request with a ``fastnet.Client``.
+
+    >>> client = httpx.Client(transport=FastnetTransport(verify="/etc/ssl/ca.pem", proxy="socks5h://127.0.0.1:1080"))
+
+    ``options`` are ``fastnet.Client`` keyword options (``dns=``, ``event_listener=``, ...) when no
+    ``client`` is given.
+    """
+
+    def __init__(
+        self,
+        verify: ssl.SSLContext | str | bool = True,
+        cert: Any = None,
+        trust_env: bool = True,
+        http1: bool = True,
+        http2: bool = False,
+        limits: httpx.Limits = httpx.Limits(max_connections=100, max_keepalive_connections=20),  # noqa: B008
+        proxy: Any = None,
+        uds: str | None = None,
+        local_address: str | None = None,
+        retries: int = 0,
+        *,
+        client: fastnet.Client | None = None,
+        **options: Any,
+    ) -> None:
+        self._setup(
+            fastnet.Client,
+            client,
+            verify,
+            cert,
+            trust_env,
+            http1,
+            http2,
+            limits,
+            proxy,
+            uds,
+            local_address,
+            retries,
+            options,
+        )
+
+    @property
+    def client(self) -> fastnet.Client:
+        """The ``fastnet.Client`` requests go through with their default options."""
+        client: fastnet.Client = self._base
+        return client
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        content = getattr(request, "_content", None)
+        body = content if content is not None else _chunks(request.stream)
+        if content == b"":
+            body = None
+        call = self._client_for(request).new_call(_fastnet_request(request, body))
+        try:
+            response = call.execute()
+        except fastnet.NetworkError as exc:
+            raise _httpx_error(exc, request) from exc
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers._items,
+            stream=_ResponseStream(response, request),
+            extensions=_extensions(response),
+        )
+
+    def close(self) -> None:
+        for sibling in list(self._siblings.values()):
+            sibling.close()
+        self._siblings.clear()
+        if self._own:
+            self._base.close()
+
+
+# -------------------------------------------------------------------------------------------- asyncio
+
+
+class _AsyncResponseStream(httpx.AsyncByteStream):
+    __slots__ = ("_response", "_request")
+
+    def __init__(self, response: fastnet.Response, request: httpx.Request) -> None:
+        self._response = response
+        self._request = request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.aiter_bytes():
+                yield chunk
+        except fastnet.NetworkError as exc:
+            raise _body_error(exc, self._request) from exc
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+
+async def _achunks(stream: Any) -> AsyncIterator[bytes]:
+    async for chunk in stream:
+        yield chunk
+
+
+class AsyncFastnetTransport(_Base, httpx.AsyncBaseTransport):
+    """An ``httpx.AsyncBaseTransport`` that sends each request with a ``fastnet.AsyncClient``; the same
+    arguments as ``FastnetTransport``."""
+
+    def __init__(
+        self,
+        verify: ssl.SSLContext | str | bool = True,
+        cert: Any = None,
+        trust_env: bool = True,
+        http1: bool = True,
+        http2: bool = False,
+        limits: httpx.Limits = httpx.Limits(max_connections=100, max_keepalive_connections=20),  # noqa: B008
+        proxy: Any = None,
+        uds: str | None = None,
+        local_address: str | None = None,
+        retries: int = 0,
+        *,
+        client: fastnet.AsyncClient | None = None,
+        **options: Any,
+    ) -> None:
+        self._setup(
+            fastnet.AsyncClient,
+            client,
+            verify,
+            cert,
+            trust_env,
+            http1,
+            http2,
+            limits,
+            proxy,
+            uds,
+            local_address,
+            retries,
+            options,
+        )
+
+    @property
+    def client(self) -> fastnet.AsyncClient:
+        """The ``fastnet.AsyncClient`` requests go through with their default options."""
+        client: fastnet.AsyncClient = self._base
+        return client
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        content = getattr(request, "_content", None)
+        body = content if content is not None else _achunks(request.stream)
+        if content == b"":
+            body = None
+        call = self._client_for(request).new_call(_fastnet_request(request, body))
+        try:
+            response = await call.execute()
+        except fastnet.NetworkError as exc:
+            raise _httpx_error(exc, request) from exc
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers._items,
+            stream=_AsyncResponseStream(response, request),
+            extensions=_extensions(response),
+        )
+
+    async def aclose(self) -> None:
+        for sibling in list(self._siblings.values()):
+            await sibling.aclose()
+        self._siblings.clear()
+        if self._own:
+            await self._base.aclose()

@@ -1,0 +1,273 @@
+"""``fastnet.contrib.httpx``: ``FastnetTransport`` against ``httpx.HTTPTransport`` and
+``AsyncFastnetTransport`` against httpx's async transport, on the shared table of behaviours
+(``contrib_cases.CASES``); then what the table does not cover: cookies and redirects left to httpx,
+streaming uploads from files, the transport's options, errors while a body streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from contrib_cases import CASES, Case, Observed, Servers, body_chunks, check
+
+import fastnet
+from fastnet.testing import MockResponse, MockServer, SocketPolicy
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("socksio")  # httpx's SOCKS support
+
+from fastnet.contrib.httpx import AsyncFastnetTransport, FastnetTransport  # noqa: E402
+
+pytestmark = pytest.mark.testbed
+
+ENGINES = ("fastnet", "stock", "fastnet-async", "stock-async")
+
+#: Where fastnet's transports differ from httpx's own on purpose: (case, engine) -> (why, expectation).
+DIFFERENCES: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+
+#: httpx raises RemoteProtocolError for all three; the table's kinds collapse into it.
+_COLLAPSED = {"closed": "remote_protocol", "protocol": "remote_protocol", "body": "remote_protocol"}
+
+
+def _caused_by_tls(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, (ssl.SSLError, fastnet.TlsError)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def kind(exc: BaseException) -> str:
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "connect_timeout"
+    if isinstance(exc, httpx.ReadTimeout):
+        return "read_timeout"
+    if isinstance(exc, httpx.ProxyError):
+        return "proxy"
+    if isinstance(exc, httpx.ConnectError):
+        return "ssl" if _caused_by_tls(exc) else "refused"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "remote_protocol"
+    return type(exc).__name__
+
+
+@pytest.fixture(scope="module")
+def servers(testbed: Any) -> Iterator[Servers]:
+    s = Servers(testbed)
+    yield s
+    s.close()
+
+
+class Clients:
+    """One httpx client per (proxy, verify) for an engine, as httpx users mount a transport per proxy."""
+
+    def __init__(self, engine: str) -> None:
+        self.engine = engine
+        self.is_async = engine.endswith("async")
+        self.clients: dict[tuple[str | None, Any], Any] = {}
+        self.loop = asyncio.new_event_loop() if self.is_async else None
+
+    def get(self, proxy: str | None, verify: Any) -> Any:
+        key = (proxy, verify)
+        client = self.clients.get(key)
+        if client is None:
+            if self.engine == "fastnet":
+                transport: Any = FastnetTransport(verify=verify, proxy=proxy)
+            elif self.engine == "stock":
+                transport = httpx.HTTPTransport(verify=verify, proxy=proxy)
+            elif self.engine == "fastnet-async":
+                transport = AsyncFastnetTransport(verify=verify, proxy=proxy)
+            else:
+                transport = httpx.AsyncHTTPTransport(verify=verify, proxy=proxy)
+            kind_ = httpx.AsyncClient if self.is_async else httpx.Client
+            client = kind_(transport=transport, follow_redirects=True)
+            self.clients[key] = client
+        return client
+
+    def close(self) -> None:
+        for client in self.clients.values():
+            if self.is_async:
+                assert self.loop is not None
+                self.loop.run_until_complete(client.aclose())
+            else:
+                client.close()
+        if self.loop is not None:
+            self.loop.close()
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def clients(request: pytest.FixtureRequest) -> Iterator[Clients]:
+    c = Clients(request.param)
+    yield c
+    c.close()
+
+
+_CONTEXTS: dict[str, ssl.SSLContext] = {}
+
+
+def _context(ca_path: str) -> ssl.SSLContext:
+    """httpx deprecates ``verify=<path>``: both engines get the same context trusting the test CA."""
+    if ca_path not in _CONTEXTS:
+        _CONTEXTS[ca_path] = ssl.create_default_context(cafile=ca_path)
+    return _CONTEXTS[ca_path]
+
+
+def _kwargs(case: Case, servers: Servers) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"timeout": httpx.Timeout(5.0, connect=case.timeout[0], read=case.timeout[1])}
+    kwargs["headers"] = dict(case.headers)
+    if case.body is not None:
+        kwargs["content"] = case.body
+    return kwargs
+
+
+def run_sync(client: Any, case: Case, url: str, kwargs: dict[str, Any]) -> Observed:
+    if case.body_chunks is not None:
+        kwargs["content"] = body_chunks(case)
+    with client.stream(case.method, url, **kwargs) as r:
+        seen = Observed(r.status_code, r.reason_phrase, headers={k: v for k, v in r.headers.items()})
+        seen.history = tuple(h.status_code for h in r.history)
+        if case.stream:
+            seen.first_chunk = next(r.iter_bytes(), None)
+        else:
+            seen.body = r.read()
+    return seen
+
+
+async def _agen(case: Case) -> AsyncIterator[bytes]:
+    for chunk in case.body_chunks or ():
+        yield chunk
+
+
+async def run_async(client: Any, case: Case, url: str, kwargs: dict[str, Any]) -> Observed:
+    if case.body_chunks is not None:
+        kwargs["content"] = _agen(case)
+    async with client.stream(case.method, url, **kwargs) as r:
+        seen = Observed(r.status_code, r.reason_phrase, headers={k: v for k, v in r.headers.items()})
+        seen.history = tuple(h.status_code for h in r.history)
+        if case.stream:
+            async for chunk in r.aiter_bytes():
+                seen.first_chunk = chunk
+                break
+        else:
+            seen.body = await r.aread()
+    return seen
+
+
+def run_case(clients: Clients, case: Case, servers: Servers) -> Observed:
+    url = servers.url(case)
+    client = clients.get(servers.proxy_url(case), _context(servers.ca_path) if case.verify else True)
+    kwargs = _kwargs(case, servers)
+    try:
+        if clients.is_async:
+            assert clients.loop is not None
+            return clients.loop.run_until_complete(asyncio.wait_for(run_async(client, case, url, kwargs), 20))
+        return run_sync(client, case, url, kwargs)
+    except httpx.TransportError as exc:
+        return Observed(error=kind(exc), error_type=type(exc).__name__)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_table(clients: Clients, case: Case, servers: Servers) -> None:
+    reason = servers.skip_reason(case)
+    if reason:
+        pytest.skip(reason)
+    expect = case.expect
+    if expect.error in _COLLAPSED:
+        expect = type(expect)(error=_COLLAPSED[expect.error])
+    difference = DIFFERENCES.get((case.id, clients.engine))
+    if difference is not None:
+        expect = type(expect)(**{**expect.__dict__, **difference[1]})
+    problems = check(case, expect, run_case(clients, case, servers), servers)
+    assert not problems, f"{clients.engine}: {problems}"
+
+
+# ------------------------------------------------------------------------------ beyond the table
+
+
+@pytest.fixture
+def client() -> Iterator[Any]:
+    with httpx.Client(transport=FastnetTransport()) as c:
+        yield c
+
+
+def test_cookies_and_redirects_are_httpx_own(client: Any, server: MockServer) -> None:
+    server.enqueue(
+        MockResponse(302, headers=[("Location", "/next"), ("Set-Cookie", "sid=42; Path=/")]),
+        MockResponse(200, body=b"done"),
+    )
+    r = client.get(server.url("/start"), follow_redirects=True)
+    assert r.text == "done" and [h.status_code for h in r.history] == [302]
+    assert client.cookies.get("sid") == "42"
+    server.take_request()
+    assert server.take_request().header("Cookie") == "sid=42"
+
+
+def test_wire_headers_are_httpx_own(client: Any, server: MockServer) -> None:
+    server.enqueue(MockResponse(200))
+    client.get(server.url("/"))
+    sent = server.take_request()
+    assert sent.header("User-Agent").startswith("python-httpx/")
+    assert sent.header("Accept-Encoding").startswith("gzip, deflate")
+    assert [name for name, _ in sent.headers][0].lower() == "host"
+
+
+def test_upload_from_a_file_keeps_httpx_content_length(
+    client: Any, server: MockServer, tmp_path: Any
+) -> None:
+    path = tmp_path / "upload.bin"
+    path.write_bytes(b"x" * 100_000)
+    server.enqueue(MockResponse(200))
+    with open(path, "rb") as f:
+        client.post(server.url("/"), content=f)
+    sent = server.take_request()
+    assert sent.header("Content-Length") == "100000" and sent.body == b"x" * 100_000
+
+
+def test_streamed_body_error_is_httpx_error(client: Any, server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"y" * 20_000, policy=SocketPolicy.STALL_BODY))
+    with client.stream("GET", server.url("/"), timeout=httpx.Timeout(5, read=0.3)) as r:
+        with pytest.raises(httpx.ReadTimeout):
+            r.read()
+
+
+def test_unsupported_options_and_schemes() -> None:
+    with pytest.raises(ValueError, match="HTTP/1.1"):
+        FastnetTransport(http2=True)
+    with pytest.raises(ValueError, match="uds"):
+        FastnetTransport(uds="/tmp/x.sock")
+    with pytest.raises(ValueError, match="scheme"):
+        FastnetTransport(proxy="ftp://127.0.0.1:21")
+    with httpx.Client(transport=FastnetTransport()) as c, pytest.raises(httpx.UnsupportedProtocol):
+        c.get("ftp://127.0.0.1/")
+
+
+def test_limits_and_given_client(server: MockServer) -> None:
+    transport = FastnetTransport(limits=httpx.Limits(max_connections=3, max_keepalive_connections=7))
+    pool = transport.client.connection_pool
+    assert pool.max_idle_connections == 7 and pool.max_connections_per_host == 3
+    transport.close()
+    base = fastnet.Client(trust_env=False, follow_redirects=True)
+    given = FastnetTransport(client=base)
+    assert given.client.follow_redirects is False and given.client.connection_pool is base.connection_pool
+    server.enqueue(MockResponse(200, body=b"ok"))
+    with httpx.Client(transport=given) as c:
+        assert c.get(server.url("/")).text == "ok"
+    with pytest.raises(TypeError):
+        FastnetTransport(client=base, dns=None)
+    base.close()
+
+
+def test_timeouts_pick_siblings_that_share_the_pool(client: Any, server: MockServer) -> None:
+    for _ in range(3):
+        server.enqueue(MockResponse(200, body=b"x"))
+    client.get(server.url("/"), timeout=3)
+    client.get(server.url("/"), timeout=httpx.Timeout(1, read=2))
+    client.get(server.url("/"), timeout=httpx.Timeout(1, read=2))
+    transport = client._transport
+    assert len(transport._siblings) == 2
+    assert transport.client.connection_pool.connection_count() == 1
