@@ -37,7 +37,9 @@ def test_run_keeps_the_asked_rate_within_five_percent(server: MockServer) -> Non
     server.default_response = MockResponse(200, body=b"ok")
     result = fastnet.load.run(server.url("/"), duration=5.0, rate=1000.0, connections=20)
     assert result.stopped_by == "duration"
-    assert result.requests + result.abandoned == 5000  # the timetable itself: one slot per millisecond
+    # the timetable itself: one slot per millisecond (the slot due at the very end may fall either side
+    # of the deadline, as the loop's clock reads it)
+    assert 4999 <= result.requests + result.abandoned <= 5001
     assert result.backlog == 0
     assert 4750 <= server.request_count <= 5250
     assert 4750 <= result.completed <= 5250
