@@ -14,6 +14,7 @@ cdef class Address:
     cdef readonly object dns
     cdef readonly object ssl_context
     cdef readonly object proxy_authenticator
+    cdef readonly object local_address
     cdef object _url
     cdef Py_hash_t _hash
 

@@ -50,9 +50,10 @@ def _ident(obj: Any) -> int:
 class Address:
     """The pooling key for connections: origin, proxy choice, and the components that shape a connection.
 
-    Equal addresses may share a pooled connection. Equality and hash cover scheme, host, port and
-    proxy by value, and ``dns``, ``proxy_selector``, ``ssl_context`` and ``proxy_authenticator`` by
-    *identity* (two distinct but equal-looking DNS objects do not pool together).
+    Equal addresses may share a pooled connection. Equality and hash cover scheme, host, port, proxy
+    and the local address sockets bind to by value, and ``dns``, ``proxy_selector``, ``ssl_context``
+    and ``proxy_authenticator`` by *identity* (two distinct but equal-looking DNS objects do not pool
+    together).
 
     >>> a = Address("https", "example.com", 443)
     >>> a == Address("https", "example.com", 443), a.is_https, str(a.url)
@@ -68,6 +69,7 @@ class Address:
         "dns",
         "ssl_context",
         "proxy_authenticator",
+        "local_address",
         "_url",
         "_hash",
     )
@@ -83,6 +85,7 @@ class Address:
         dns: Any = None,
         ssl_context: Any = None,
         proxy_authenticator: Any = None,
+        local_address: str | None = None,
     ) -> None:
         if scheme != "http" and scheme != "https":
             raise ValueError(f"Address scheme must be 'http' or 'https', not {scheme!r}")
@@ -100,6 +103,7 @@ class Address:
         self.dns = dns
         self.ssl_context = ssl_context
         self.proxy_authenticator = proxy_authenticator
+        self.local_address = local_address
         self._url: URL | None = None
         self._hash: int = -1
 
@@ -126,6 +130,7 @@ class Address:
             and self.ssl_context is other.ssl_context
             and self.proxy_authenticator is other.proxy_authenticator
             and self.proxy == other.proxy
+            and self.local_address == other.local_address
         )
 
     def __eq__(self, other: object) -> bool:
@@ -154,6 +159,7 @@ class Address:
                     _ident(self.proxy_selector),
                     _ident(self.ssl_context),
                     _ident(self.proxy_authenticator),
+                    self.local_address,
                 )
             )
             if h == -1:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import ipaddress
 import os
 import ssl
 from collections.abc import Callable, Iterable, Iterator
@@ -109,6 +110,7 @@ class ClientOptions(NamedTuple):
     timeout: TimeoutTypes | UseClientDefault
     cert: str | tuple[str, ...] | None
     min_tls_version: Any
+    local_address: str | None
 
     def __repr__(self) -> str:
         # no secret in a repr: auth's password, cert's key password, sensitive default headers and
@@ -339,6 +341,7 @@ class ClientBase:
     timeout: _Option[TimeoutTypes | UseClientDefault] = _Option()
     cert: _Option[str | tuple[str, ...] | None] = _Option()
     min_tls_version: _Option[Any] = _Option()
+    local_address: _Option[str | None] = _Option()
 
     @_suggest_options
     def __init__(
@@ -379,6 +382,7 @@ class ClientBase:
         timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
         cert: str | tuple[str, ...] | None = None,
         min_tls_version: Any = None,
+        local_address: str | None = None,
     ) -> None:
         if timeout is not USE_CLIENT_DEFAULT:
             connect_timeout, read_timeout, write_timeout, call_timeout = _with_timeout(
@@ -422,6 +426,7 @@ class ClientBase:
             timeout,
             cert,
             min_tls_version,
+            local_address,
         )
         self._build(options, frozenset(), None)
 
@@ -441,6 +446,14 @@ class ClientBase:
         core.max_follow_ups = max_follow_ups
         _bool("fallback_to_direct", s.fallback_to_direct)
         _bool("happy_eyeballs", s.happy_eyeballs)
+        local_address = s.local_address
+        if local_address is not None:
+            if not isinstance(local_address, str):
+                raise TypeError(f"local_address must be an IP address string or None, not {local_address!r}")
+            try:
+                local_address = ipaddress.ip_address(local_address.strip("[]")).compressed
+            except ValueError:
+                raise ValueError(f"local_address must be an IP address, not {local_address!r}") from None
         _bool("trust_env", s.trust_env)
 
         proxy = s.proxy
@@ -584,6 +597,7 @@ class ClientBase:
             proxy_authenticator=s.proxy_authenticator,
             fallback_to_direct=s.fallback_to_direct,
             happy_eyeballs=s.happy_eyeballs,
+            local_address=local_address,
             user_agent=core.user_agent,
             tls_sessions=tls_sessions,
         )

@@ -6,6 +6,7 @@ import ssl
 from typing import Any
 
 import pytest
+from conftest import make_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
@@ -299,3 +300,34 @@ def test_client_verify_ssl_context_accepted() -> None:
     context = ssl.create_default_context()
     with fastnet.Client(verify=context) as c:
         assert c.verify is context
+
+
+def test_client_local_address(server: MockServer) -> None:
+    """Sockets bind to local_address before connecting: the server sees it as the client's address;
+    siblings with another local address never share a pooled connection."""
+    server.enqueue(*[MockResponse(200, body=b"ok")] * 4)
+    with make_client(local_address="127.0.0.2") as client:
+        assert client.get(server.url("/")).content == b"ok"
+        assert client.get(server.url("/")).content == b"ok"
+        other = client.with_options(local_address="127.0.0.3")
+        assert other.get(server.url("/")).content == b"ok"
+        assert client.with_options(local_address=None).get(server.url("/")).content == b"ok"
+    seen = [server.take_request() for _ in range(4)]
+    assert [r.client_address[0] for r in seen if r.client_address] == [
+        "127.0.0.2",
+        "127.0.0.2",
+        "127.0.0.3",
+        "127.0.0.1",
+    ]
+    assert seen[0].connection_index == seen[1].connection_index  # pooled for the same local address
+    assert len({r.connection_index for r in seen}) == 3
+
+
+def test_client_local_address_errors(server: MockServer) -> None:
+    with pytest.raises(ValueError, match="local_address must be an IP address"):
+        make_client(local_address="localhost")
+    with pytest.raises(TypeError, match="local_address"):
+        make_client(local_address=("127.0.0.2", 0))  # type: ignore[arg-type]
+    with make_client(local_address="::1") as client:  # an IPv6 source cannot reach an IPv4 server
+        with pytest.raises(fastnet.ConnectError, match="cannot connect to an IPv4 address"):
+            client.get(server.url("/"))

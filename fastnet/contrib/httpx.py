@@ -26,8 +26,8 @@ CA path or an ``ssl.SSLContext``; ``False``), ``cert`` (loaded into the context)
 ``limits`` (``max_keepalive_connections`` idle connections kept ``keepalive_expiry`` seconds;
 ``max_connections`` caps connections *per host*, fastnet having no global cap), ``retries`` (failed
 connections retried that many times, idempotent methods only), and ``client=`` to send through a
-``fastnet.Client``/``AsyncClient`` of your own. ``http2=True``, ``uds`` and ``local_address`` are refused
-with a ``ValueError`` (fastnet speaks HTTP/1.1 over TCP and cannot bind a local address).
+``fastnet.Client``/``AsyncClient`` of your own; ``local_address`` binds the sockets to that IP address.
+``http2=True`` and ``uds`` are refused with a ``ValueError`` (fastnet speaks HTTP/1.1 over TCP).
 
 As with a custom ``httpx.HTTPTransport``, ``httpx.Client(transport=...)`` does not mount the proxy
 environment: pass ``proxy=`` to the transport (``httpx.Client(proxy=...)`` would mount httpx's own transport
@@ -88,9 +88,9 @@ class _Base:
             raise ValueError("fastnet speaks HTTP/1.1 only: http2=True (or http1=False) is not supported")
         if uds is not None:
             raise ValueError("fastnet connects over TCP: uds= is not supported")
-        if local_address is not None:
-            raise ValueError("fastnet cannot bind a local address: local_address= is not supported")
         forced = dict(_FORCED)
+        if local_address is not None:
+            forced["local_address"] = local_address
         forced["proxy"] = _proxy(proxy)
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise TypeError(f"retries must be an int >= 0, not {retries!r}")

@@ -35,9 +35,9 @@ Scrapy's: ``DownloadTimeoutError``, ``CannotResolveHostError``, ``DownloadConnec
 something other than 2xx, as Scrapy's HTTP/1.1 handler raises it), ``DownloadFailedError`` (TLS failures,
 a peer that closed or broke HTTP/1.1), ``UnsupportedURLSchemeError``; the retry middleware knows them.
 
-Not supported: ``bindaddress`` meta and ``DOWNLOAD_BIND_ADDRESS`` (fastnet cannot bind a local address;
-the base logs an error and the request goes out from the default address), the peer's certificate on
-``response.certificate`` (None), and HTTP/2.
+``bindaddress`` meta and ``DOWNLOAD_BIND_ADDRESS`` bind the sockets to that local IP address (their port
+is not used: the kernel picks one, as Scrapy's httpx handler does). Not supported: the peer's certificate
+on ``response.certificate`` (None), and HTTP/2.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from scrapy.exceptions import (
     UnsupportedURLSchemeError,
 )
 from scrapy.http import Headers
+from scrapy.utils._download_handlers import normalize_bind_address
 from scrapy.utils.ssl import _make_ssl_context
 
 import fastnet
@@ -81,14 +82,10 @@ class FastnetDownloadHandler(_Base):
     """Scrapy's download handler for ``http`` and ``https`` on ``fastnet.AsyncClient``."""
 
     supports_proxies: ClassVar[bool] = True
-    supports_per_request_bindaddress: ClassVar[bool] = False
+    supports_per_request_bindaddress: ClassVar[bool] = True
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        if self._bind_address is not None:
-            logger.error(
-                "DOWNLOAD_BIND_ADDRESS is not supported by FastnetDownloadHandler and will be ignored."
-            )
         total = self._pool_size_total or 1024
         self._client = fastnet.AsyncClient(
             follow_redirects=False,
@@ -96,25 +93,34 @@ class FastnetDownloadHandler(_Base):
             authenticator=None,
             trust_env=False,
             max_body_size=None,
+            local_address=self._get_bind_address_host(),  # DOWNLOAD_BIND_ADDRESS (its port is not used)
             verify=_make_ssl_context(crawler.settings),
             connection_pool=fastnet.ConnectionPool(
                 max_idle_connections=total,
                 max_connections_per_host=self._pool_size_per_host or None,
             ),
         )
-        self._siblings: dict[float, fastnet.AsyncClient] = {}
+        self._siblings: dict[tuple[float, str | None], fastnet.AsyncClient] = {}
         self._proxies: dict[str, fastnet.Proxy] = {}
 
-    def _client_for(self, timeout: float) -> fastnet.AsyncClient:
-        client = self._siblings.get(timeout)
+    def _client_for(self, timeout: float, bind: str | None) -> fastnet.AsyncClient:
+        """The client for ``download_timeout`` and a ``bindaddress`` meta (None: the handler's own)."""
+        key = (timeout, bind)
+        client = self._siblings.get(key)
         if client is None:
             if len(self._siblings) >= _MAX_SIBLINGS:
                 self._siblings.clear()
             seconds = timeout if timeout and timeout > 0 else None
-            client = self._client.with_options(
-                connect_timeout=seconds, read_timeout=seconds, write_timeout=seconds, call_timeout=seconds
-            )
-            self._siblings[timeout] = client
+            options: dict[str, Any] = {
+                "connect_timeout": seconds,
+                "read_timeout": seconds,
+                "write_timeout": seconds,
+                "call_timeout": seconds,
+            }
+            if bind is not None:
+                options["local_address"] = bind
+            client = self._client.with_options(**options)
+            self._siblings[key] = client
         return client
 
     def _proxy(self, request: Request) -> fastnet.Proxy | None:
@@ -146,9 +152,10 @@ class FastnetDownloadHandler(_Base):
         if not any(name.lower() == "accept-encoding" for name, _ in headers):
             headers.append(("Accept-Encoding", "identity"))  # fastnet must not ask for gzip itself
         body = request.body or None
+        bind = normalize_bind_address(request.meta.get("bindaddress"))
         response: fastnet.Response | None = None
         try:
-            call = self._client_for(timeout).new_call(
+            call = self._client_for(timeout, bind[0] if bind is not None else None).new_call(
                 fastnet.Request(request.method, url, headers, body, proxy=proxy)
             )
             response = await call.execute()

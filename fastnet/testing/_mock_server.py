@@ -291,6 +291,7 @@ class RecordedRequest:
         "tls",
         "server_name",
         "tls_resumed",
+        "client_address",
     )
 
     def __init__(
@@ -309,6 +310,7 @@ class RecordedRequest:
         tls: bool,
         server_name: str | None,
         tls_resumed: bool = False,
+        client_address: tuple[str, int] | None = None,
     ) -> None:
         self.method = method
         self.target = target
@@ -326,6 +328,8 @@ class RecordedRequest:
         self.server_name = server_name
         #: True when that TLS connection resumed an earlier session (an abbreviated handshake).
         self.tls_resumed = tls_resumed
+        #: The client's (ip, port), as the server's socket saw it.
+        self.client_address = client_address
         self.path, self.query = _split_target(method, target)
 
     @property
@@ -531,11 +535,12 @@ def _body_framing(head: _Head) -> tuple[bool, int]:
 class _Connection:
     """Book-keeping for one accepted connection; ``sock`` changes when TLS starts."""
 
-    __slots__ = ("index", "sock", "lock", "thread", "closed", "tls", "server_name")
+    __slots__ = ("index", "sock", "lock", "thread", "closed", "tls", "server_name", "peer")
 
-    def __init__(self, index: int, sock: socket.socket) -> None:
+    def __init__(self, index: int, sock: socket.socket, peer: tuple[str, int] | None = None) -> None:
         self.index = index
         self.sock = sock
+        self.peer = peer
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
         self.closed = False
@@ -746,7 +751,7 @@ class MockServer:
                 if not any(key.fileobj is self._listener for key, _ in ready):
                     continue
                 try:
-                    sock, _addr = self._listener.accept()
+                    sock, addr = self._listener.accept()
                 except OSError:
                     continue
                 sock.settimeout(None)
@@ -758,7 +763,7 @@ class MockServer:
                     if self._stop.is_set():
                         sock.close()
                         return
-                    conn = _Connection(self.connection_count, sock)
+                    conn = _Connection(self.connection_count, sock, (addr[0], addr[1]))
                     self.connection_count += 1
                     self._connections = [c for c in self._connections if not c.closed]
                     self._connections.append(conn)
@@ -893,6 +898,7 @@ class MockServer:
                 tls=conn.tls,
                 server_name=conn.server_name,
                 tls_resumed=conn.tls and bool(getattr(conn.sock, "session_reused", False)),
+                client_address=conn.peer,
             )
             sequence += 1
             with self._lock:

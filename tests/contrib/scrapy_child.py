@@ -143,7 +143,7 @@ class TableSpider(scrapy.Spider):
             meta: dict[str, Any] = {"case": case, "download_timeout": case["timeout"]}
             if case["proxy"]:
                 meta["proxy"] = case["proxy"]
-            for key in ("download_maxsize", "download_warnsize", "download_fail_on_dataloss"):
+            for key in ("download_maxsize", "download_warnsize", "download_fail_on_dataloss", "bindaddress"):
                 if key in case:
                     meta[key] = case[key]
             yield scrapy.Request(

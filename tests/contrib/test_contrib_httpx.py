@@ -246,6 +246,13 @@ def test_unsupported_options_and_schemes() -> None:
         c.get("ftp://127.0.0.1/")
 
 
+def test_local_address(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"ok"))
+    with httpx.Client(transport=FastnetTransport(local_address="127.0.0.2")) as c:
+        assert c.get(server.url("/")).text == "ok"
+    assert server.take_request().client_address[0] == "127.0.0.2"  # type: ignore[index]
+
+
 def test_limits_and_given_client(server: MockServer) -> None:
     transport = FastnetTransport(limits=httpx.Limits(max_connections=3, max_keepalive_connections=7))
     pool = transport.client.connection_pool

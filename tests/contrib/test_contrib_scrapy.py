@@ -233,6 +233,27 @@ def site(testbed: Any) -> Iterator[str]:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_bind_addresses(engine: str, tmp_path: Path) -> None:
+    """DOWNLOAD_BIND_ADDRESS for every request, the bindaddress meta for one: the server sees each as
+    the client's address, with both handlers."""
+    with MockServer() as server:
+        server.enqueue(MockResponse(200, body=b"a"), MockResponse(200, body=b"b"))
+        cases = [
+            {"id": "setting", "url": server.url("/a"), "method": "GET", "body": None, "headers": [],
+             "timeout": 10, "proxy": None, "header_names": []},
+            {"id": "meta", "url": server.url("/b"), "method": "GET", "body": None, "headers": [],
+             "timeout": 10, "proxy": None, "header_names": [], "bindaddress": "127.0.0.2"},
+        ]  # fmt: skip
+        spec, out = tmp_path / "spec.json", tmp_path / "out.json"
+        spec.write_text(json.dumps({"cases": cases, "settings": {"DOWNLOAD_BIND_ADDRESS": "127.0.0.3"}}))
+        child("table", engine, str(spec), str(out))
+        results = json.loads(out.read_text())
+        assert results["setting"].get("body") == "a" and results["meta"].get("body") == "b", results
+        seen = {r.path: r.client_address for r in (server.take_request(), server.take_request())}
+    assert seen["/a"] is not None and seen["/a"][0] == "127.0.0.3"
+    assert seen["/b"] is not None and seen["/b"][0] == "127.0.0.2"
+
+
 def test_crawl_of_a_200_page_site(engine: str, site: str, testbed: Any, tmp_path: Path) -> None:
     out = tmp_path / "crawl.json"
     child("crawl", engine, testbed.url(f"/{site}/0.html"), str(out))

@@ -17,6 +17,7 @@ cdef class Connector:
     cdef public bint happy_eyeballs
     cdef public str user_agent
     cdef public dict tls_sessions
+    cdef public object local_address
 
     cpdef Address address_of(self, object url, object proxy)
     cpdef Address address_for(self, object url, object proxy)

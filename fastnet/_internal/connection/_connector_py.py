@@ -48,6 +48,7 @@ class Connector:
         "happy_eyeballs",
         "user_agent",
         "tls_sessions",
+        "local_address",
     )
     pool: RealConnectionPool
     addresses: dict[Any, Address]  # by URL.origin_key, or (origin_key, proxy) for a per-request proxy
@@ -61,6 +62,7 @@ class Connector:
     happy_eyeballs: bool
     user_agent: str
     tls_sessions: TlsSessions
+    local_address: str | None  # the IP address sockets bind to before connecting (None: the kernel picks)
 
     def __init__(
         self,
@@ -76,6 +78,7 @@ class Connector:
         happy_eyeballs: bool,
         user_agent: str,
         tls_sessions: TlsSessions,
+        local_address: str | None = None,
     ) -> None:
         self.pool = pool
         self.addresses = {}
@@ -89,6 +92,7 @@ class Connector:
         self.happy_eyeballs = happy_eyeballs
         self.user_agent = user_agent
         self.tls_sessions = tls_sessions
+        self.local_address = local_address
 
     def address_of(self, url: URL, proxy: Proxy | None) -> Address:
         """The Address for a request to ``url`` (through ``proxy``, a per-request override), cached."""
@@ -112,6 +116,7 @@ class Connector:
             dns=self.dns,
             ssl_context=self.ssl_context if url.scheme == "https" else None,
             proxy_authenticator=self.proxy_authenticator,
+            local_address=self.local_address,
         )
 
     def record_failure(self, route: Route, error: BaseException) -> None:

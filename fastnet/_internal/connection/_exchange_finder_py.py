@@ -340,6 +340,7 @@ class ExchangeFinder:
                     on_overtaken=lambda route, error: connector.record_overtaken(route, error),
                     on_socket=self._set_connecting,
                     describe=dialed,
+                    local_address=connector.local_address,
                 )
             except (ConnectError, ConnectTimeout) as exc:
                 if not attempts:
@@ -471,6 +472,7 @@ class ExchangeFinder:
             happy_eyeballs=False,
             is_canceled=self._is_canceled,
             target_of=lambda r: target,
+            local_address=self.connector.local_address,
         )
         try:
             set_socket_timeouts(sock, handshake_timeout)

@@ -373,6 +373,7 @@ class AsyncExchangeFinder:
                     on_overtaken=lambda route, error: connector.record_overtaken(route, error),
                     on_race=self._set_connecting,
                     describe=dialed,
+                    local_address=connector.local_address,
                 )
             except (ConnectError, ConnectTimeout) as exc:
                 if not attempts:
@@ -534,6 +535,7 @@ class AsyncExchangeFinder:
             happy_eyeballs=False,
             is_canceled=self._is_canceled,
             target_of=lambda r: target,
+            local_address=self.connector.local_address,
             on_race=self._set_connecting,
         )
         conn = await self._attach(sock, route, False)

@@ -35,6 +35,7 @@ from fastnet._internal.connection.happy_eyeballs import (
     _default_target,
     _describe,
     _sockaddr,
+    new_socket,
 )
 from fastnet.exceptions import CanceledError, ConnectError, ConnectTimeout
 
@@ -122,9 +123,11 @@ async def connect_tcp_async(
     on_overtaken: Callable[[R, BaseException], None] | None = None,
     on_race: Callable[[Race | None], None] | None = None,
     describe: Callable[[R, tuple[str, int]], str] | None = None,
+    local_address: str | None = None,
 ) -> tuple[socket.socket, R, list[tuple[R, BaseException]]]:
     """Connect to the first of ``routes`` that answers; returns ``(socket, route, failures)``, as
-    ``connect_tcp`` does (the socket non-blocking, for ``loop.create_connection(sock=...)``).
+    ``connect_tcp`` does (the socket non-blocking, for ``loop.create_connection(sock=...)``; bound to
+    ``local_address`` first when it is given).
 
     ``on_race`` is called with the ``Race`` before the first attempt and with ``None`` once the race has
     ended; ``is_canceled()`` is asked before each launch.
@@ -164,7 +167,7 @@ async def connect_tcp_async(
                 sock = None
                 try:
                     family, sockaddr = await _target_sockaddr(loop, target)
-                    sock = socket.socket(family, socket.SOCK_STREAM)
+                    sock = new_socket(family, local_address)
                     sock.setblocking(False)
                 except OSError as exc:
                     if sock is not None:

@@ -84,6 +84,22 @@ class _Attempt:
         self.deadline = deadline
 
 
+def new_socket(family: int, local_address: str | None) -> socket.socket:
+    """A TCP socket of ``family``, bound to ``local_address`` (any port) when one is given; an address of
+    the other family is an ``OSError`` that says so, which fails that route like a refused connect."""
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    if local_address is not None:
+        try:
+            if (":" in local_address) != (family == socket.AF_INET6):
+                version = 6 if family == socket.AF_INET6 else 4
+                raise OSError(f"local address {local_address} cannot connect to an IPv{version} address")
+            sock.bind((local_address, 0))
+        except BaseException:
+            sock.close()
+            raise
+    return sock
+
+
 def _send_timeout(timeout: float) -> bytes:
     """``timeout`` as ``SO_SNDTIMEO``'s ``struct timeval``, never zero (zero would mean no timeout)."""
     whole = int(timeout)
@@ -103,8 +119,10 @@ def connect_tcp(
     on_overtaken: Callable[[R, BaseException], None] | None = None,
     on_socket: Callable[[socket.socket | None], None] | None = None,
     describe: Callable[[R, tuple[str, int]], str] | None = None,
+    local_address: str | None = None,
 ) -> tuple[socket.socket, R, list[tuple[R, BaseException]]]:
-    """Connect to the first of ``routes`` that answers; returns ``(socket, route, failures)``.
+    """Connect to the first of ``routes`` that answers; returns ``(socket, route, failures)``. Sockets
+    bind to ``local_address`` (an IP address, any port) first when it is given.
 
     ``connect_timeout`` of ``None`` or ``0`` means no timeout. The socket is returned in blocking
     mode with ``TCP_NODELAY`` set and ``SO_SNDTIMEO`` at the connect timeout (unset without one), which a
@@ -121,7 +139,7 @@ def connect_tcp(
     timeout = connect_timeout if connect_timeout else None
     name = _describe if describe is None else describe
     if len(routes) == 1 and (is_canceled is None or on_socket is not None):
-        return _connect_one(routes[0], timeout, target_of, on_failure, on_socket, name)
+        return _connect_one(routes[0], timeout, target_of, on_failure, on_socket, name, local_address)
     pending = list(routes)
     pending.reverse()  # pop() from the end takes routes in their given order
     failures: list[tuple[R, BaseException]] = []
@@ -152,7 +170,7 @@ def connect_tcp(
                 sock = None
                 try:
                     family, sockaddr = _sockaddr(target)
-                    sock = socket.socket(family, socket.SOCK_STREAM)
+                    sock = new_socket(family, local_address)
                     sock.setblocking(False)
                     code = sock.connect_ex(sockaddr)
                 except OSError as exc:
@@ -249,6 +267,7 @@ def _connect_one(
     on_failure: Callable[[Any, BaseException], None] | None,
     on_socket: Callable[[socket.socket | None], None] | None,
     name: Callable[[Any, tuple[str, int]], str],
+    local_address: str | None,
 ) -> tuple[socket.socket, Any, list[tuple[Any, BaseException]]]:
     """One route: a blocking ``connect`` bounded by ``SO_SNDTIMEO`` (Linux honours it for connect), three
     system calls instead of the racing loop's seven; a cooperative (gevent) socket, which never blocks in
@@ -258,7 +277,7 @@ def _connect_one(
     sock = None
     try:
         family, sockaddr = _sockaddr(target)
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock = new_socket(family, local_address)
         if timeout is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _send_timeout(timeout))
         cooperative = not isinstance(sock, _socket.socket)  # gevent's: waits in its hub, not the kernel
