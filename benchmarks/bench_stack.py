@@ -53,6 +53,9 @@ class CannedSocket:
         buffer[:n] = self.response
         return n
 
+    def settimeout(self, seconds: float | None) -> None:
+        pass  # not a C socket, so the connection treats it as a cooperative one (set once, then skipped)
+
     def setsockopt(self, *args: object) -> None:
         pass
 
