@@ -254,6 +254,7 @@ def test_bind_addresses(engine: str, tmp_path: Path) -> None:
     assert seen["/b"] is not None and seen["/b"][0] == "127.0.0.2"
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 def test_crawl_of_a_200_page_site(engine: str, site: str, testbed: Any, tmp_path: Path) -> None:
     out = tmp_path / "crawl.json"
     child("crawl", engine, testbed.url(f"/{site}/0.html"), str(out))
