@@ -40,7 +40,9 @@ def test_run_keeps_the_asked_rate_within_five_percent(server: MockServer) -> Non
     # the timetable itself: one slot per millisecond (the slot due at the very end may fall either side
     # of the deadline, as the loop's clock reads it)
     assert 4999 <= result.requests + result.abandoned <= 5001
-    assert result.backlog == 0
+    # kept up: at most the last few slots were due with no free connection when the deadline came (a
+    # generator that falls behind has hundreds)
+    assert result.backlog <= 5
     assert 4750 <= server.request_count <= 5250
     assert 4750 <= result.completed <= 5250
     assert abs(result.requests_per_second - 1000) <= 50
