@@ -237,7 +237,7 @@ def test_bind_addresses(engine: str, tmp_path: Path) -> None:
     """DOWNLOAD_BIND_ADDRESS for every request, the bindaddress meta for one: the server sees each as
     the client's address, with both handlers."""
     with MockServer() as server:
-        server.enqueue(MockResponse(200, body=b"a"), MockResponse(200, body=b"b"))
+        server.dispatcher = lambda r: MockResponse(200, body=r.path[1:].encode())  # the two run at once
         cases = [
             {"id": "setting", "url": server.url("/a"), "method": "GET", "body": None, "headers": [],
              "timeout": 10, "proxy": None, "header_names": []},
