@@ -356,7 +356,8 @@ class ExchangeFinder:
             self.tried.update(r for r, _ in failures)
             handshake_timeout = connect_timeout or read_timeout
             try:
-                sock = self._establish(sock, route, connect_timeout, handshake_timeout)
+                handshake = _has_handshake(route, self.address)
+                sock = self._establish(sock, route, connect_timeout, handshake_timeout, handshake)
             except NetworkError as exc:
                 tcp_failed(route, exc)
                 if isinstance(exc, (TlsVerificationError, CanceledError)):
@@ -374,7 +375,7 @@ class ExchangeFinder:
             conn.remote_address = self._target_of(route)
             if not conn.is_tls:
                 # the kernel timeouts set so far: the first set_timeouts() skips equal values
-                if _has_handshake(route, self.address):
+                if handshake:
                     conn.read_timeout = conn.write_timeout = handshake_timeout
                 else:
                     conn.write_timeout = connect_timeout  # SO_SNDTIMEO as connect_tcp left it (0: none)
@@ -393,14 +394,16 @@ class ExchangeFinder:
             return conn
         raise connect_failure(self.address, attempts, selection_errors, self._target_of)
 
-    def _establish(self, sock: Any, route: Route, connect_timeout: float, handshake_timeout: float) -> Any:
+    def _establish(
+        self, sock: Any, route: Route, connect_timeout: float, handshake_timeout: float, handshake: bool
+    ) -> Any:
         """SOCKS handshake or CONNECT tunnel, then TLS to the origin. Closes the socket on failure."""
         connector = self.connector
         address = self.address
         proxy = route.proxy
         user = self.user
         try:
-            if _has_handshake(route, address):
+            if handshake:  # bytes go before the first request (SOCKS, a tunnel, TLS): time them out
                 set_socket_timeouts(sock, handshake_timeout)
             if proxy.type is ProxyType.SOCKS:
                 target_host = route.socket_address[0] if not proxy.remote_dns else address.host
