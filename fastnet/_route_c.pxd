@@ -1,5 +1,8 @@
 # Declarations that compile _route_py.py as the typed module _route_c (Cython pure-Python mode).
+cimport cython
 
+
+@cython.locals(dots=int, digits=int, value=int, ch=Py_UCS4)
 cpdef bint is_ip_literal(str host)
 cdef str _bracket(str host)
 cdef Py_ssize_t _ident(object obj)

@@ -178,6 +178,14 @@ def test_route_string_form_never_shows_proxy_password(rs: types.ModuleType) -> N
         ("1.2.3.4.5", False),
         ("a.b.c.d", False),
         ("", False),
+        ("1.2.3.", False),
+        (".1.2.3", False),
+        ("1..2.3", False),
+        ("1.2.3.1000", False),
+        ("01.002.3.4", True),
+        ("1.2.3.4 ", False),
+        ("\u0661.2.3.4", False),  # a non-ASCII digit
+        ("0.0.0.0", True),
     ],
 )
 def test_route_is_ip_literal(rs: types.ModuleType, host: str, literal: bool) -> None:

@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Connector"]
 
+# the proxy types as module constants: ``ProxyType.X`` goes through the enum class's ``__getattr__`` hook
+_DIRECT = ProxyType.DIRECT
+_HTTP = ProxyType.HTTP
+_SOCKS = ProxyType.SOCKS
+
 _MAX_ADDRESSES = 4096
 
 
@@ -125,16 +130,16 @@ class Connector:
             return
         self.route_database.failed(route)
         proxy = route.proxy
-        if proxy.type is ProxyType.DIRECT or (proxy.type is ProxyType.SOCKS and not proxy.remote_dns):
+        if proxy.type is _DIRECT or (proxy.type is _SOCKS and not proxy.remote_dns):
             hook = getattr(self.dns, "connect_failed", None)
             if hook is not None:
                 hook(route.address.host, route.socket_address[0], error)
-        elif proxy.type is ProxyType.HTTP:
+        elif proxy.type is _HTTP:
             hook = getattr(self.dns, "connect_failed", None)
             if hook is not None:
                 hook(proxy.host, route.socket_address[0], error)
         selector = route.address.proxy_selector
-        if proxy.type is not ProxyType.DIRECT and selector is not None:
+        if proxy.type is not _DIRECT and selector is not None:
             notify = getattr(selector, "connect_failed", None)
             if notify is not None:
                 try:
@@ -145,7 +150,7 @@ class Connector:
     def record_overtaken(self, route: Route, error: BaseException) -> None:
         """An attempt that a later one overtook (Happy Eyeballs): a slow or black-holed address. Only the
         Dns hears of it (the IP blacklist counts it); the route itself did not fail."""
-        if route.proxy.type is ProxyType.DIRECT:
+        if route.proxy.type is _DIRECT:
             hook = getattr(self.dns, "connect_failed", None)
             if hook is not None:
                 hook(route.address.host, route.socket_address[0], error)
@@ -156,7 +161,7 @@ class Connector:
         hook = getattr(self.dns, "connected", None)
         if hook is None:
             return
-        if proxy.type is ProxyType.DIRECT or (proxy.type is ProxyType.SOCKS and not proxy.remote_dns):
+        if proxy.type is _DIRECT or (proxy.type is _SOCKS and not proxy.remote_dns):
             hook(route.address.host, route.socket_address[0])
-        elif proxy.type is ProxyType.HTTP:
+        elif proxy.type is _HTTP:
             hook(proxy.host, route.socket_address[0])

@@ -4,6 +4,7 @@ from fastnet._internal._clock_c cimport monotonic
 from fastnet._internal._route_selector_c cimport RouteSelector
 from fastnet._internal.connection._connection_user_c cimport ConnectionUser
 from fastnet._internal.connection._connector_c cimport Connector
+from fastnet._internal.connection._happy_eyeballs_c cimport connect_one
 from fastnet._internal.connection._pool_c cimport RealConnectionPool
 from fastnet._internal.connection._real_connection_c cimport RealConnection
 from fastnet._request_c cimport Request
@@ -35,3 +36,7 @@ cdef class ExchangeFinder:
 
     @cython.locals(pool=RealConnectionPool)
     cpdef RealConnection find(self, double connect_timeout, double read_timeout)
+    cpdef RouteSelector _selector(self)
+    cpdef tuple _target_of(self, Route route)
+    cpdef object _establish(self, object sock, Route route, double connect_timeout, double handshake_timeout,
+                            bint handshake)

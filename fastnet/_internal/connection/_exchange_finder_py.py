@@ -27,10 +27,11 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from fastnet._internal.clock import monotonic
-from fastnet._internal.connection.happy_eyeballs import connect_tcp
+from fastnet._internal.connection.happy_eyeballs import connect_one, connect_tcp
 from fastnet._internal.connection.real_connection import RealConnection, set_socket_timeouts
 from fastnet._internal.connection.sockets import close_quietly, hostport
 from fastnet._internal.connection.socks import socks4a_connect, socks5_connect
@@ -68,6 +69,11 @@ __all__ = [
     "slot_deadline",
     "socks_proxy_ip",
 ]
+
+# the proxy types as module constants: ``ProxyType.X`` goes through the enum class's ``__getattr__`` hook
+_DIRECT = ProxyType.DIRECT
+_HTTP = ProxyType.HTTP
+_SOCKS = ProxyType.SOCKS
 
 #: An idle connection older than this is probed for a peer close before reuse (one MSG_PEEK recv).
 PROBE_IDLE_AFTER = 1.0
@@ -273,7 +279,7 @@ class ExchangeFinder:
     def _target_of(self, route: Route) -> tuple[str, int]:
         """Where the TCP connect for ``route`` goes: the proxy for SOCKS, else the socket address."""
         proxy = route.proxy
-        if proxy.type is ProxyType.SOCKS:
+        if proxy.type is _SOCKS:
             return (self._proxy_ip(proxy), proxy.port)  # type: ignore[return-value]
         return route.socket_address
 
@@ -297,7 +303,7 @@ class ExchangeFinder:
             return target
 
         while True:
-            if self._is_canceled():
+            if self.canceled or user.canceled:
                 raise CanceledError("Canceled", phase="connect")
             if not self.pending:
                 selector = self._selector()
@@ -318,7 +324,7 @@ class ExchangeFinder:
                 if not self.pending:
                     continue
             routes = self.pending
-            if routes[0].proxy.type is ProxyType.SOCKS:
+            if routes[0].proxy.type is _SOCKS:
                 try:
                     self._proxy_ip(routes[0].proxy)
                 except ProxyError as exc:
@@ -328,20 +334,32 @@ class ExchangeFinder:
                     continue
             connect_started = monotonic()
             try:
-                sock, route, failures = connect_tcp(
-                    routes,
-                    connect_timeout=connect_timeout or None,
-                    happy_eyeballs=connector.happy_eyeballs,
-                    is_canceled=self._is_canceled,
-                    on_failure=tcp_failed,
-                    target_of=target_of,
-                    # a lambda, not the bound method: compiled, a typed object's cpdef method as a value
-                    # would lose its self
-                    on_overtaken=lambda route, error: connector.record_overtaken(route, error),
-                    on_socket=self._set_connecting,
-                    describe=dialed,
-                    local_address=connector.local_address,
-                )
+                if len(routes) == 1:  # what connect_tcp would do, without its keyword arguments
+                    route = routes[0]
+                    sock, route, failures = connect_one(
+                        route,
+                        target_of(route),
+                        connect_timeout,
+                        tcp_failed,
+                        self._set_connecting,
+                        dialed,
+                        connector.local_address,
+                    )
+                else:
+                    sock, route, failures = connect_tcp(
+                        routes,
+                        connect_timeout=connect_timeout or None,
+                        happy_eyeballs=connector.happy_eyeballs,
+                        is_canceled=self._is_canceled,
+                        on_failure=tcp_failed,
+                        target_of=target_of,
+                        # a lambda, not the bound method: compiled, a typed object's cpdef method as a value
+                        # would lose its self
+                        on_overtaken=lambda route, error: connector.record_overtaken(route, error),
+                        on_socket=self._set_connecting,
+                        describe=dialed,
+                        local_address=connector.local_address,
+                    )
             except (ConnectError, ConnectTimeout) as exc:
                 if not attempts:
                     attempts.extend(getattr(exc, "attempts", []) or [(routes[0], exc)])
@@ -367,7 +385,7 @@ class ExchangeFinder:
             if events is not None:
                 events.connect_end(user, route)
             proxy = route.proxy
-            http_proxy = proxy.type is ProxyType.HTTP and not route.requires_tunnel
+            http_proxy = proxy.type is _HTTP and not route.requires_tunnel
             conn = RealConnection(sock, route, self.address, self.address.is_https, http_proxy)
             conn.dns_time = self.dns_time
             conn.tls_time = self.tls_time
@@ -387,12 +405,13 @@ class ExchangeFinder:
                     keys: tuple[tuple[str, int], ...] = ((self.address.host, self.address.port),)
                 else:
                     keys = ()
-                if proxy.type is ProxyType.HTTP and proxy.tls:
+                if proxy.type is _HTTP and proxy.tls:
                     keys += ((str(proxy.host), int(proxy.port or 0)),)
                 if keys:
                     conn.offer_tls_sessions(connector.tls_sessions, keys)
             return conn
-        raise connect_failure(self.address, attempts, selection_errors, self._target_of)
+        # a lambda, not the bound method: compiled, a typed object's cpdef method as a value loses its self
+        raise connect_failure(self.address, attempts, selection_errors, lambda route: self._target_of(route))
 
     def _establish(
         self, sock: Any, route: Route, connect_timeout: float, handshake_timeout: float, handshake: bool
@@ -405,7 +424,7 @@ class ExchangeFinder:
         try:
             if handshake:  # bytes go before the first request (SOCKS, a tunnel, TLS): time them out
                 set_socket_timeouts(sock, handshake_timeout)
-            if proxy.type is ProxyType.SOCKS:
+            if proxy.type is _SOCKS:
                 target_host = route.socket_address[0] if not proxy.remote_dns else address.host
                 try:
                     if proxy.socks_version == 4:
@@ -428,7 +447,7 @@ class ExchangeFinder:
                 except ProxyError as exc:
                     exc.proxy = proxy  # the Proxy itself, not only its name
                     raise
-            elif proxy.type is ProxyType.HTTP:
+            elif proxy.type is _HTTP:
                 if proxy.tls:
                     sock = wrap_tls(
                         sock,
@@ -445,7 +464,7 @@ class ExchangeFinder:
                         route,
                         connector.user_agent,
                         connector.proxy_authenticator,
-                        lambda: self._reconnect(route, target, connect_timeout, handshake_timeout),
+                        partial(self._reconnect, route, target, connect_timeout, handshake_timeout),
                     )
             if address.is_https:
                 tls_started = monotonic()
@@ -498,7 +517,7 @@ class ExchangeFinder:
 def _has_handshake(route: Route, address: Address) -> bool:
     """Whether bytes are exchanged before the first request: SOCKS, TLS to a proxy, a CONNECT tunnel, TLS."""
     proxy = route.proxy
-    return proxy.type is ProxyType.SOCKS or proxy.tls or route.requires_tunnel or address.is_https
+    return proxy.type is _SOCKS or proxy.tls or route.requires_tunnel or address.is_https
 
 
 def connect_failure(
@@ -552,9 +571,9 @@ def dialed(route: Route, target: tuple[str, int]) -> str:
     ``proxy 10.0.0.5:3128`` when it is a proxy (``at <ip>`` added when the proxy was given by name)."""
     proxy = route.proxy
     endpoint = hostport(target[0], target[1])
-    if proxy.type is ProxyType.DIRECT:
+    if proxy.type is _DIRECT:
         return endpoint
-    kind = "SOCKS proxy" if proxy.type is ProxyType.SOCKS else ("HTTPS proxy" if proxy.tls else "proxy")
+    kind = "SOCKS proxy" if proxy.type is _SOCKS else ("HTTPS proxy" if proxy.tls else "proxy")
     name = hostport(str(proxy.host), int(proxy.port or 0))
     return f"{kind} {name}" if name == endpoint else f"{kind} {name} at {endpoint}"
 

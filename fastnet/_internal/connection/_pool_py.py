@@ -133,8 +133,11 @@ class RealConnectionPool:
     def reserve(self, host: str, deadline: float) -> None:
         """Count a connection about to be opened to ``host``; waits while the host is at its limit."""
         limit = self.max_per_host
-        with self.cond:
-            self._settle()
+        lock = self.lock
+        lock.acquire()  # the condition's own lock; a plain acquire avoids Condition's Python-level __enter__
+        try:
+            if self.discards:
+                self._settle()
             count = self.counts.get(host, 0)
             if limit > 0:
                 while count >= limit:
@@ -148,6 +151,8 @@ class RealConnectionPool:
                     self._wait_for_release(host, deadline)
                     count = self.counts.get(host, 0)
             self.counts[host] = count + 1
+        finally:
+            lock.release()
 
     def wait_for_slot(self, address: Address, deadline: float) -> bool:
         """Under a per-host limit, wait until ``address`` has an idle connection (True: acquire it) or
@@ -231,7 +236,7 @@ class RealConnectionPool:
             self.sleepers -= 1
 
     def unreserve(self, host: str) -> None:
-        with self.cond:
+        with self.lock:
             self._decrement(host)
 
     def register(self, conn: RealConnection) -> None:

@@ -3,7 +3,10 @@ cimport cython
 from fastnet._internal.http1._parser_c cimport ResponseParser
 
 
-cpdef bytes timeval(double seconds)
+from fastnet._internal.connection._kernel_timeout_c cimport set_kernel_timeout
+
+cdef int _SO_RCVTIMEO
+cdef int _SO_SNDTIMEO
 
 
 cdef class RealConnection:

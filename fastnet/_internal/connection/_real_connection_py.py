@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import _socket
 import socket
-import struct
 import time
 from ssl import SSLSocket as _SSLSocket
 from typing import TYPE_CHECKING, Any
 
+from fastnet._internal.connection.kernel_timeout import set_kernel_timeout
 from fastnet._internal.connection.tls import TlsInTlsSocket, keep_session
 from fastnet._internal.http1.parser import ResponseParser, receive_exact
 
 if TYPE_CHECKING:
     from fastnet.route import Address, Route
 
-__all__ = ["RECV_BUFFER_SIZE", "RealConnection", "set_socket_timeouts", "timeval"]
+__all__ = ["RECV_BUFFER_SIZE", "RealConnection", "set_socket_timeouts"]
 
 RECV_BUFFER_SIZE = 32768
 # The C socket type: what a plain blocking socket (socket.socket, and ssl.SSLSocket) is an instance of,
@@ -32,17 +32,8 @@ RECV_BUFFER_SIZE = 32768
 _PLAIN_SOCKET = _socket.socket
 _RAW_RECV = _socket.socket.recv  # never gevent's: a non-blocking peek must not wait for the socket
 _monotonic = time.monotonic
-
-
-def timeval(seconds: float) -> bytes:
-    """``seconds`` as the ``struct timeval`` that ``SO_RCVTIMEO``/``SO_SNDTIMEO`` take (0: no timeout)."""
-    if seconds <= 0:
-        return struct.pack("ll", 0, 0)
-    whole = int(seconds)
-    micros = int((seconds - whole) * 1_000_000)
-    if whole == 0 and micros == 0:
-        micros = 1
-    return struct.pack("ll", whole, micros)
+_SO_RCVTIMEO = socket.SO_RCVTIMEO
+_SO_SNDTIMEO = socket.SO_SNDTIMEO
 
 
 class RealConnection:
@@ -180,10 +171,10 @@ class RealConnection:
                 self.read_timeout = read_timeout
             return
         if read_timeout != self.read_timeout:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval(read_timeout))
+            set_kernel_timeout(sock, _SO_RCVTIMEO, read_timeout)
             self.read_timeout = read_timeout
         if write_timeout != self.write_timeout:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval(write_timeout))
+            set_kernel_timeout(sock, _SO_SNDTIMEO, write_timeout)
             self.write_timeout = write_timeout
 
     def offer_tls_sessions(
@@ -283,8 +274,7 @@ def _tls_peek_healthy(sock: Any) -> bool:
 def set_socket_timeouts(sock: socket.socket, seconds: float) -> None:
     """Both kernel timeouts of a plain TCP socket (used while connecting and during handshakes); a
     cooperative (gevent) socket gets its own timeout as well, since it never blocks in the kernel."""
-    value = timeval(seconds)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+    set_kernel_timeout(sock, _SO_RCVTIMEO, seconds)
+    set_kernel_timeout(sock, _SO_SNDTIMEO, seconds)
     if not isinstance(sock, _PLAIN_SOCKET):
         sock.settimeout(seconds if seconds > 0 else None)

@@ -30,14 +30,15 @@ from typing import Any, TypeVar
 
 from fastnet._internal.connection.happy_eyeballs import (
     DEFAULT_ATTEMPT_DELAY,
-    _all_failed,
-    _connect_error,
-    _default_target,
-    _describe,
-    _sockaddr,
+    all_failed,
+    connect_error,
+    default_target,
+    describe_target,
     new_socket,
+    sockaddr_of,
 )
 from fastnet.exceptions import CanceledError, ConnectError, ConnectTimeout
+from fastnet.route import is_ip_literal
 
 __all__ = ["Race", "connect_tcp_async"]
 
@@ -86,9 +87,9 @@ def _close_unless_connected(sock: socket.socket) -> Callable[[asyncio.Task[None]
 
 async def _target_sockaddr(loop: asyncio.AbstractEventLoop, target: tuple[str, int]) -> tuple[int, Any]:
     host = target[0]
-    if ":" in host or (host.replace(".", "").isdigit() and host.count(".") == 3):
-        return _sockaddr(target)  # an IP literal: no lookup
-    # a proxy given by name (see happy_eyeballs._sockaddr): the loop's resolver, off the loop's thread
+    if ":" in host or is_ip_literal(host):
+        return sockaddr_of(target)  # an IP literal: no lookup
+    # a proxy given by name (see happy_eyeballs.sockaddr_of): the loop's resolver, off the loop's thread
     infos = await loop.getaddrinfo(host, target[1], type=socket.SOCK_STREAM)
     family, _, _, _, sockaddr = infos[0]
     return family, sockaddr
@@ -119,7 +120,7 @@ async def connect_tcp_async(
     attempt_delay: float = DEFAULT_ATTEMPT_DELAY,
     is_canceled: Callable[[], bool] | None = None,
     on_failure: Callable[[R, BaseException], None] | None = None,
-    target_of: Callable[[R], tuple[str, int]] = _default_target,
+    target_of: Callable[[R], tuple[str, int]] = default_target,
     on_overtaken: Callable[[R, BaseException], None] | None = None,
     on_race: Callable[[Race | None], None] | None = None,
     describe: Callable[[R, tuple[str, int]], str] | None = None,
@@ -136,7 +137,7 @@ async def connect_tcp_async(
         raise ConnectError("no routes to connect to")
     loop = asyncio.get_running_loop()
     timeout = connect_timeout if connect_timeout else None
-    name = _describe if describe is None else describe
+    name = describe_target if describe is None else describe
     pending = list(routes)
     pending.reverse()  # pop() from the end takes routes in their given order
     failures: list[tuple[R, BaseException]] = []
@@ -206,7 +207,7 @@ async def connect_tcp_async(
                     winner = attempt
                     break
                 if isinstance(error, OSError) and error.errno:
-                    error = _connect_error(error.errno)  # the errno's own message, as connect_tcp's
+                    error = connect_error(error.errno)  # the errno's own message, as connect_tcp's
                 fail(attempt.route, error)
             if winner is not None:
                 break
@@ -245,7 +246,7 @@ async def connect_tcp_async(
     if on_race is not None:
         on_race(None)
     if winner is None:
-        raise _all_failed(failures)
+        raise all_failed(failures)
     for attempt in losers:
         if on_overtaken is not None and attempt.deadline < winner.deadline:
             on_overtaken(
@@ -261,5 +262,5 @@ async def connect_tcp_async(
     except OSError as exc:
         sock.close()
         fail(winner.route, exc)
-        raise _all_failed(failures) from exc
+        raise all_failed(failures) from exc
     return sock, winner.route, failures
