@@ -29,7 +29,7 @@ from fastnet._internal.chain import FunctionInterceptor
 from fastnet._internal.client_core import MAX_BODY_SIZE, MAX_FOLLOW_UPS, ClientCore
 from fastnet._internal.connect import ConnectInterceptor
 from fastnet._internal.connection.connector import Connector
-from fastnet._internal.connection.tls import build_ssl_context
+from fastnet._internal.connection.tls import client_ssl_context
 from fastnet._internal.map_calls import MapItem, map_calls
 from fastnet._internal.real_call import RealCall
 from fastnet._internal.real_call import get as _get
@@ -304,7 +304,8 @@ class ClientBase:
     _selector: Any
     _route_database: RouteDatabase
     _dispatcher: Dispatcher | None
-    _ssl_context: ssl.SSLContext
+    _ssl_context: ssl.SSLContext | None
+    _ssl_shared: Any
     _request: Callable[..., Any]
     _factory: RequestFactory
     _given: frozenset[str]
@@ -579,13 +580,15 @@ class ClientBase:
         route_changed = shared is None or bool(_ROUTE_OPTIONS & changed)
         if shared is None or route_changed:
             self._route_database = RouteDatabase()
-            self._ssl_context = build_ssl_context(
+            # None: a shared context of the process, built on the first HTTPS connection (tls_context())
+            self._ssl_context, self._ssl_shared = client_ssl_context(
                 s.verify, cert=s.cert, min_tls_version=s.min_tls_version, trust_env=s.trust_env
             )
             tls_sessions: dict[tuple[str, int], Any] = {}
         else:
             self._route_database = shared._route_database
             self._ssl_context = shared._ssl_context
+            self._ssl_shared = shared._ssl_shared
             tls_sessions = shared._core.connector.tls_sessions
         connector = Connector(
             pool=core.pool,
@@ -594,6 +597,7 @@ class ClientBase:
             proxy_selector=selector,
             route_database=self._route_database,
             ssl_context=self._ssl_context,
+            ssl_shared=self._ssl_shared,
             proxy_authenticator=s.proxy_authenticator,
             fallback_to_direct=s.fallback_to_direct,
             happy_eyeballs=s.happy_eyeballs,

@@ -14,6 +14,7 @@ import os
 import shutil
 import ssl
 import subprocess
+import sys
 import time
 from typing import Any
 
@@ -219,6 +220,52 @@ def test_ssl_cert_file_is_honoured_with_trust_env(tls_server: MockServer, monkey
         assert client.get(tls_server.url("/")).content == b"trusted"
     with make_fast_client(trust_env=False) as client, pytest.raises(fastnet.TlsVerificationError):
         client.get(tls_server.url("/"))
+
+
+_LAZY_TLS_CHILD = """
+import sys
+import fastnet
+from fastnet._internal.connection import tls
+from fastnet.testing import MockResponse, MockServer
+
+def built():
+    return tls._DEFAULT_CONTEXT is not None or bool(tls._ENV_CONTEXTS)
+
+with MockServer() as server:
+    server.enqueue(MockResponse(200, body=b"plain"))
+    with fastnet.Client(trust_env=sys.argv[1] == "env") as client:
+        assert client.get(server.url("/")).content == b"plain"
+        assert not built(), "a plain-HTTP client built a TLS context"
+        sibling = fastnet.Client(trust_env=sys.argv[1] == "env")
+        first = client._core.connector.tls_context()
+        assert built() and sibling._core.connector.tls_context() is first  # one shared context
+        sibling.close()
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("trust_env", ["env", "no-env"])
+def test_default_tls_context_is_built_on_first_https_use(
+    trust_env: str, tls_server: MockServer, monkeypatch: Any
+) -> None:
+    # a fresh process: this one has long since built the shared contexts
+    env = dict(os.environ)
+    for name in PROXY_VARIABLES:
+        env.pop(name, None)
+    if trust_env == "env":
+        env["SSL_CERT_FILE"] = str(tls_server.ca_path)  # the environment's CAs: a shared context too
+    else:
+        env.pop("SSL_CERT_FILE", None)
+        env.pop("SSL_CERT_DIR", None)
+    done = subprocess.run(
+        [sys.executable, "-c", _LAZY_TLS_CHILD, trust_env],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
 def test_ssl_cert_dir_is_honoured_with_trust_env(

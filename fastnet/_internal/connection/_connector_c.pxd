@@ -12,6 +12,7 @@ cdef class Connector:
     cdef public object proxy_selector
     cdef public RouteDatabase route_database
     cdef public object ssl_context
+    cdef public object ssl_shared
     cdef public object proxy_authenticator
     cdef public bint fallback_to_direct
     cdef public bint happy_eyeballs
@@ -21,6 +22,7 @@ cdef class Connector:
 
     cpdef Address address_of(self, object url, object proxy)
     cpdef Address address_for(self, object url, object proxy)
+    cpdef object tls_context(self)
     cpdef record_failure(self, Route route, object error)
     cpdef record_overtaken(self, Route route, object error)
     cpdef record_success(self, Route route)

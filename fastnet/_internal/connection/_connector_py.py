@@ -16,6 +16,7 @@ from __future__ import annotations
 import ssl
 from typing import TYPE_CHECKING, Any
 
+from fastnet._internal.connection.tls import shared_ssl_context
 from fastnet.exceptions import CanceledError
 from fastnet.proxy import Proxy, ProxyType
 from fastnet.route import Address
@@ -48,6 +49,7 @@ class Connector:
         "proxy_selector",
         "route_database",
         "ssl_context",
+        "ssl_shared",
         "proxy_authenticator",
         "fallback_to_direct",
         "happy_eyeballs",
@@ -61,7 +63,8 @@ class Connector:
     proxy: Proxy | None
     proxy_selector: Any
     route_database: RouteDatabase
-    ssl_context: ssl.SSLContext
+    ssl_context: ssl.SSLContext | None  # None: shared_ssl_context(ssl_shared), built by tls_context()
+    ssl_shared: Any  # which of the process's shared TLS contexts this client uses, when ssl_context is None
     proxy_authenticator: Any
     fallback_to_direct: bool
     happy_eyeballs: bool
@@ -77,13 +80,14 @@ class Connector:
         proxy: Proxy | None,
         proxy_selector: Any,
         route_database: RouteDatabase,
-        ssl_context: ssl.SSLContext,
+        ssl_context: ssl.SSLContext | None,
         proxy_authenticator: Any,
         fallback_to_direct: bool,
         happy_eyeballs: bool,
         user_agent: str,
         tls_sessions: TlsSessions,
         local_address: str | None = None,
+        ssl_shared: Any = None,
     ) -> None:
         self.pool = pool
         self.addresses = {}
@@ -92,6 +96,7 @@ class Connector:
         self.proxy_selector = proxy_selector
         self.route_database = route_database
         self.ssl_context = ssl_context
+        self.ssl_shared = ssl_shared
         self.proxy_authenticator = proxy_authenticator
         self.fallback_to_direct = fallback_to_direct
         self.happy_eyeballs = happy_eyeballs
@@ -119,10 +124,17 @@ class Connector:
             proxy=explicit,
             proxy_selector=None if explicit is not None else self.proxy_selector,
             dns=self.dns,
-            ssl_context=self.ssl_context if url.scheme == "https" else None,
+            ssl_context=self.tls_context() if url.scheme == "https" else None,
             proxy_authenticator=self.proxy_authenticator,
             local_address=self.local_address,
         )
+
+    def tls_context(self) -> ssl.SSLContext:
+        """The client's TLS context; a shared one of the process is built here, on first use."""
+        context = self.ssl_context
+        if context is None:
+            context = self.ssl_context = shared_ssl_context(self.ssl_shared)
+        return context
 
     def record_failure(self, route: Route, error: BaseException) -> None:
         """A connect (TCP, TLS, tunnel) or a fresh connection's first exchange failed on ``route``."""

@@ -453,7 +453,7 @@ class ExchangeFinder:
                         sock,
                         str(proxy.host),
                         int(proxy.port or 0),
-                        connector.ssl_context,
+                        connector.tls_context(),
                         connector.tls_sessions,
                         user,
                     )
@@ -507,7 +507,7 @@ class ExchangeFinder:
                 sock,
                 str(proxy.host),
                 int(proxy.port or 0),
-                connector.ssl_context,
+                connector.tls_context(),
                 connector.tls_sessions,
                 self.user,
             )

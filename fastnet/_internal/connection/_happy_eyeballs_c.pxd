@@ -23,6 +23,7 @@ cdef class _Attempt:
 cpdef tuple sockaddr_of(tuple target)
 cpdef object new_socket(int family, object local_address)
 
+
 @cython.locals(cooperative=bint)
 cpdef tuple connect_one(object route, tuple target, double timeout, object on_failure, object on_socket,
                         object name, object local_address)

@@ -28,8 +28,6 @@ import threading
 import warnings
 from typing import Any
 
-import certifi
-
 from fastnet._internal.connection.sockets import close_quietly, hostport
 from fastnet.exceptions import ConnectTimeout, NetworkError, TlsError, TlsVerificationError
 
@@ -37,6 +35,8 @@ __all__ = [
     "TlsInTlsSocket",
     "TlsSessions",
     "build_ssl_context",
+    "client_ssl_context",
+    "shared_ssl_context",
     "default_ssl_context",
     "keep_session",
     "tls_failure",
@@ -87,13 +87,31 @@ def build_ssl_context(
     ``verify=True`` alone gives the process's shared context, and the environment's CAs one shared context
     per distinct environment (the context is part of the connection pool's key, so such clients share
     connections); anything else makes a new context, read from the files now."""
+    context, shared = client_ssl_context(
+        verify, cert=cert, min_tls_version=min_tls_version, trust_env=trust_env
+    )
+    return shared_ssl_context(shared) if context is None else context
+
+
+def client_ssl_context(
+    verify: bool | str | ssl.SSLContext,
+    *,
+    cert: str | tuple[str, ...] | None = None,
+    min_tls_version: Any = None,
+    trust_env: bool = False,
+) -> tuple[ssl.SSLContext | None, Any]:
+    """``build_ssl_context``'s answer as ``(context, shared)``, without building a shared context:
+    ``context`` is ``None`` where ``build_ssl_context`` would give one of the process's shared contexts,
+    and ``shared_ssl_context(shared)`` is that context. A client keeps the key and builds the context on
+    its first HTTPS connection (``Connector.tls_context()``), so plain-HTTP use never loads a CA
+    bundle. Options are checked, and the environment read, now either way."""
     if isinstance(verify, ssl.SSLContext):
         if cert is not None or min_tls_version is not None:
             raise ValueError(
                 "verify is an ssl.SSLContext: load the client certificate (load_cert_chain) and set "
                 "minimum_version on it instead of passing cert= or min_tls_version="
             )
-        return verify
+        return verify, None
     minimum = _tls_version(min_tls_version)
     cert_chain = _cert_chain(cert)
     if verify is True and trust_env:
@@ -101,14 +119,8 @@ def build_ssl_context(
         capath = _environment_path("SSL_CERT_DIR", os.path.isdir)
         if cafile is not None or capath is not None:
             verify = ("env", cafile, capath)  # type: ignore[assignment]
-    if verify is True and cert_chain is None and minimum is None:
-        return default_ssl_context()
-    shared = isinstance(verify, tuple) and cert_chain is None and minimum is None
-    if shared:  # the environment's CAs: one context per distinct environment, as the default is shared
-        with _DEFAULT_LOCK:
-            context = _ENV_CONTEXTS.get(verify)
-        if context is not None:
-            return context
+    if cert_chain is None and minimum is None and (verify is True or isinstance(verify, tuple)):
+        return None, None if verify is True else verify
     context = _new_context(verify)
     if cert_chain is not None:
         certfile, keyfile, password = cert_chain
@@ -118,9 +130,21 @@ def build_ssl_context(
             raise ValueError(f"cert: cannot load the client certificate from {certfile!r}: {exc}") from None
     if minimum is not None:
         context.minimum_version = minimum
-    if shared:
+    return context, None
+
+
+def shared_ssl_context(key: Any) -> ssl.SSLContext:
+    """One of the process's shared contexts, built on first use: certifi's (``key`` ``None``, see
+    ``default_ssl_context``) or the environment's CAs (``key`` ``("env", cafile, capath)``, one context
+    per distinct environment)."""
+    if key is None:
+        return default_ssl_context()
+    with _DEFAULT_LOCK:
+        context = _ENV_CONTEXTS.get(key)
+    if context is None:
+        context = _new_context(key)
         with _DEFAULT_LOCK:
-            context = _ENV_CONTEXTS.setdefault(verify, context)
+            context = _ENV_CONTEXTS.setdefault(key, context)
     return context
 
 
@@ -186,6 +210,10 @@ def _cert_chain(cert: Any) -> tuple[str, str | None, str | None] | None:
 
 def _new_context(verify: Any) -> ssl.SSLContext:
     if verify is True:
+        # imported on first use: certifi imports importlib.resources, about a fifth of `import fastnet`,
+        # which a client that never verifies certifi's way does not need
+        import certifi
+
         context = ssl.create_default_context(cafile=certifi.where())
     elif verify is False:
         context = ssl.create_default_context()
