@@ -9,6 +9,20 @@ cdef int _SO_RCVTIMEO
 cdef int _SO_SNDTIMEO
 
 
+cdef int _POLLIN
+cdef int _POLLOUT
+
+
+cdef class TlsIo:
+    cdef public object sock
+    cdef public object poller
+    cdef public double timeout_ms
+    cdef public bint sent
+
+    cpdef set_timeout(self, double seconds)
+    cpdef wait(self, int events, str operation)
+
+
 cdef class RealConnection:
     cdef public object sock
     cdef public object sendall
@@ -36,6 +50,7 @@ cdef class RealConnection:
     cdef public bint gives_tls_session
     cdef public object tls_sessions
     cdef public object tls_session_keys
+    cdef public TlsIo tls_io
     cdef object __weakref__
 
     cpdef write(self, bytes data)

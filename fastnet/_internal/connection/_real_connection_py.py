@@ -3,18 +3,26 @@
 Pure-Python twin of the compiled ``_real_connection_c``; import both through
 ``fastnet._internal.connection.real_connection``. The I/O rules that keep a keep-alive request at two
 system calls live here: timeouts are kernel socket options (``SO_RCVTIMEO``/``SO_SNDTIMEO``) set only
-when they change, and the one receive buffer is reused for every response on the connection. TLS sockets
-(and gevent's cooperative ones, whenever gevent patched ``socket``) use the socket's own timeout instead,
-because CPython's ``ssl`` retries, forever, a read that a kernel timeout interrupted, and a cooperative
-socket waits in gevent's hub, which kernel timeouts do not reach.
+when they change, and the one receive buffer is reused for every response on the connection.
+
+TLS cannot use kernel timeouts: CPython's ``ssl`` retries, forever, a read that one interrupted. With
+the socket's own timeout instead, ``ssl`` polls before every write and tries every read before polling,
+which is six system calls for a request and its response (poll, write, read that fails with EAGAIN,
+poll, and the response's two reads). So a TLS connection's socket is non-blocking and ``TlsIo`` does the
+waiting: a write goes straight out, and the first read after it polls first, since the response has
+not arrived yet: four calls, against three for a blocking socket without a timeout. Gevent's
+cooperative sockets (whenever gevent patched ``socket``) keep their own timeout, because they wait in
+gevent's hub, which neither kernel timeouts nor ``poll`` reach.
 """
 
 from __future__ import annotations
 
 import _socket
+import select
 import socket
 import time
 from ssl import SSLSocket as _SSLSocket
+from ssl import SSLWantReadError, SSLWantWriteError
 from typing import TYPE_CHECKING, Any
 
 from fastnet._internal.connection.kernel_timeout import set_kernel_timeout
@@ -24,7 +32,7 @@ from fastnet._internal.http1.parser import ResponseParser, receive_exact
 if TYPE_CHECKING:
     from fastnet.route import Address, Route
 
-__all__ = ["RECV_BUFFER_SIZE", "RealConnection", "set_socket_timeouts"]
+__all__ = ["RECV_BUFFER_SIZE", "RealConnection", "TlsIo", "set_socket_timeouts"]
 
 RECV_BUFFER_SIZE = 32768
 # The C socket type: what a plain blocking socket (socket.socket, and ssl.SSLSocket) is an instance of,
@@ -34,6 +42,83 @@ _RAW_RECV = _socket.socket.recv  # never gevent's: a non-blocking peek must not 
 _monotonic = time.monotonic
 _SO_RCVTIMEO = socket.SO_RCVTIMEO
 _SO_SNDTIMEO = socket.SO_SNDTIMEO
+_POLLIN = select.POLLIN
+_POLLOUT = select.POLLOUT
+
+
+class TlsIo:
+    """``sendall`` and ``recv_into`` for a non-blocking TLS socket (``ssl.SSLSocket`` over a kernel
+    socket), waiting in ``poll`` at most ``timeout`` seconds each time (0 or less: no limit); a wait that
+    runs out raises ``TimeoutError`` (``socket.timeout``), as a timed-out TLS socket would. See the
+    module's docstring."""
+
+    __slots__ = ("sock", "poller", "timeout_ms", "sent")
+
+    sock: Any
+    poller: Any
+    timeout_ms: float  # poll's timeout; -1: none
+    sent: bool  # a write happened since the last read: the next read waits first
+
+    def __init__(self, sock: Any) -> None:
+        sock.settimeout(0.0)
+        self.sock = sock
+        self.poller = select.poll()
+        self.poller.register(sock.fileno(), _POLLIN)
+        self.timeout_ms = -1.0
+        self.sent = False
+
+    def set_timeout(self, seconds: float) -> None:
+        self.timeout_ms = seconds * 1000.0 if seconds > 0 else -1.0
+
+    def sendall(self, data: Any) -> None:
+        sock = self.sock
+        self.sent = True
+        view = None
+        remaining = len(data)
+        while True:
+            try:
+                sent = sock.send(data if view is None else view)
+            except SSLWantWriteError:
+                self.wait(_POLLOUT, "write")
+                continue
+            except SSLWantReadError:
+                self.wait(_POLLIN, "write")
+                continue
+            if sent >= remaining:
+                return
+            remaining -= sent
+            view = (memoryview(data) if view is None else view)[sent:]
+
+    def recv_into(self, buffer: Any, nbytes: int = 0) -> int:
+        sock = self.sock
+        if self.sent:
+            self.sent = False
+            if not sock.pending():
+                self.wait(_POLLIN, "read")  # the response is on its way: wait rather than try
+        while True:
+            try:
+                if nbytes:
+                    return sock.recv_into(buffer, nbytes)  # type: ignore[no-any-return]
+                return sock.recv_into(buffer)  # type: ignore[no-any-return]
+            except SSLWantReadError:
+                self.wait(_POLLIN, "read")
+            except SSLWantWriteError:
+                self.wait(_POLLOUT, "read")
+
+    def wait(self, events: int, operation: str) -> None:
+        """Wait until the socket is ready for ``events``; ``TimeoutError`` when the timeout runs out."""
+        poller = self.poller
+        if events == _POLLIN:
+            ready = poller.poll(self.timeout_ms)
+        else:
+            fd = self.sock.fileno()
+            poller.modify(fd, events)
+            try:
+                ready = poller.poll(self.timeout_ms)
+            finally:
+                poller.modify(fd, _POLLIN)
+        if not ready:
+            raise TimeoutError(f"The {operation} operation timed out")
 
 
 class RealConnection:
@@ -71,6 +156,7 @@ class RealConnection:
         "gives_tls_session",
         "tls_sessions",
         "tls_session_keys",
+        "tls_io",
         "__weakref__",
     )
 
@@ -103,13 +189,20 @@ class RealConnection:
     gives_tls_session: bool
     tls_sessions: dict[tuple[str, int], Any] | None
     tls_session_keys: tuple[tuple[str, int], ...]
+    tls_io: TlsIo | None  # the I/O of a non-blocking TLS socket (see the module's docstring)
 
     def __init__(
         self, sock: Any, route: Route | None, address: Address, is_tls: bool = False, http_proxy: bool = False
     ) -> None:
         self.sock = sock
-        self.sendall = sock.sendall
-        self.recv_into = sock.recv_into
+        if isinstance(sock, _SSLSocket) and isinstance(sock, _PLAIN_SOCKET):  # the stdlib's, not gevent's
+            tls_io = self.tls_io = TlsIo(sock)
+            self.sendall = tls_io.sendall
+            self.recv_into = tls_io.recv_into
+        else:
+            self.tls_io = None
+            self.sendall = sock.sendall
+            self.recv_into = sock.recv_into
         self.route = route
         self.address = address
         self.parser = ResponseParser()
@@ -160,6 +253,12 @@ class RealConnection:
         return body, received
 
     def set_timeouts(self, read_timeout: float, write_timeout: float) -> None:
+        tls_io = self.tls_io
+        if tls_io is not None:  # one timeout for TLS, reads and writes alike (the read timeout)
+            if read_timeout != self.read_timeout:
+                tls_io.set_timeout(read_timeout)
+                self.read_timeout = read_timeout
+            return
         sock = self.sock
         if self.is_tls or not isinstance(sock, _PLAIN_SOCKET):
             # ssl retries a read or write that a kernel timeout interrupted (a blocking socket's

@@ -411,6 +411,7 @@ def new_async_connection(
     conn.gives_tls_session = False  # asyncio's start_tls takes no session: nothing to give
     conn.tls_sessions = None
     conn.tls_session_keys = ()
+    conn.tls_io = None
     conn.loop = loop
     conn.transport = None
     conn.protocol = _Protocol(conn)
