@@ -4,7 +4,7 @@ Workloads:
 
 * W1 - sequential keep-alive GETs of a 2-byte body (µs per request)
 * W2 - as W1, the response carries 40 extra headers (µs per request)
-* W3 - 1 MiB downloads on a kept-alive connection, a new one for each sample (MiB/s; see ``_fresh_per_sample``)
+* W3 - 1 MiB downloads on a kept-alive connection, a new one per sample (MiB/s; see ``_fresh_per_sample``)
 * W5 - a new connection per request (``Connection: close``; µs per request)
 * W6 - a 3-hop redirect chain on one kept-alive connection (``/r3`` → ``/r2`` → ``/r1`` → ``/2b``,
   nginx's ``302`` with an absolute ``Location``; µs per chain of four requests). The raw floor sends the
