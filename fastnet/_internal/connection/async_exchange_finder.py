@@ -45,7 +45,7 @@ from fastnet._internal.connection.exchange_finder import (
     socks_proxy_ip,
 )
 from fastnet._internal.connection.socks import socks4a_connect_async, socks5_connect_async
-from fastnet._internal.connection.tls import wrap_tls_async
+from fastnet._internal.connection.tls import OFFERED_SESSION, wrap_tls_async
 from fastnet._internal.connection.tunnel import open_tunnel_async
 from fastnet._internal.route_selector import RouteSelector, ips_of
 from fastnet.dns import alookup
@@ -418,6 +418,7 @@ class AsyncExchangeFinder:
         """An ``AsyncRealConnection`` whose transport owns the connected ``sock`` (closed on failure)."""
         loop = asyncio.get_running_loop()
         conn = new_async_connection(loop, route, self.address, http_proxy, sock)
+        token = OFFERED_SESSION.set(conn.tls_offer)  # the transport's context keeps it (uvloop's handshakes)
         try:
             await loop.create_connection(lambda: conn.protocol, sock=sock)
         except BaseException as exc:
@@ -425,6 +426,8 @@ class AsyncExchangeFinder:
             if isinstance(exc, OSError) and not isinstance(exc, NetworkError):
                 raise ConnectError(f"handshake with {route} failed: {exc}") from exc
             raise
+        finally:
+            OFFERED_SESSION.reset(token)
         if self._is_canceled():
             conn.close()
             raise CanceledError("Canceled", phase="connect")

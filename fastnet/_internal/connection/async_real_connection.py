@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastnet._internal.clock import monotonic
 from fastnet._internal.connection.real_connection import RECV_BUFFER_SIZE, RealConnection
+from fastnet._internal.connection.tls import SessionOffer, keep_session
 from fastnet._internal.http1.parser import ResponseParser
 
 if TYPE_CHECKING:
@@ -101,6 +102,8 @@ class AsyncRealConnection(RealConnection):
         "writing_paused",
         "reading_paused",
         "raw",
+        "tls_layers",
+        "tls_offer",
     )
     loop: asyncio.AbstractEventLoop
     transport: Any  # the asyncio transport (a TLS one once start_tls ran)
@@ -117,6 +120,9 @@ class AsyncRealConnection(RealConnection):
     writing_paused: bool  # the transport's write buffer is full: drain() waits
     reading_paused: bool  # the parser holds READ_HIGH_WATER unasked-for bytes: the transport stops reading
     raw: bytearray | None  # raw mode (handshakes): bytes go here, not to the parser
+    # TLS layers whose sessions give_tls_session keeps: ((host, port), ssl_object), as start_tls made them
+    tls_layers: list[tuple[tuple[str, int], Any]]
+    tls_offer: SessionOffer  # what its next TLS handshake offers (see tls.SessionOffer)
 
     # -- the transport's side -------------------------------------------------------------------
 
@@ -358,6 +364,35 @@ class AsyncRealConnection(RealConnection):
         ssl_object = tls.get_extra_info("ssl_object")
         self.tls_version = ssl_object.version() if ssl_object is not None else None
 
+    def offer_tls_session(self, sessions: dict[tuple[str, int], Any], key: tuple[str, int]) -> None:
+        """After ``start_tls``: have the pool's release keep this layer's session in ``sessions`` under
+        ``key`` (unless the layer resumed one), as ``RealConnection.offer_tls_sessions`` does."""
+        ssl_object = self.transport.get_extra_info("ssl_object")
+        if ssl_object is not None and not ssl_object.session_reused:
+            self.tls_layers.append((key, ssl_object))
+            self.tls_sessions = sessions
+            self.gives_tls_session = True
+
+    def give_tls_session(self) -> None:
+        """``RealConnection.give_tls_session`` for the layers ``offer_tls_session`` listed."""
+        if self.exchange_count == 0:
+            return  # no response yet: no ticket to read (the connection is about to close anyway)
+        self.gives_tls_session = False
+        sessions = self.tls_sessions
+        layers = self.tls_layers
+        self.tls_sessions = None
+        self.tls_layers = []
+        if sessions is None:
+            return
+        for key, ssl_object in layers:
+            try:
+                session = ssl_object.session
+                # under TLS 1.3 a session without a ticket cannot be resumed: keep the stored one
+                if session is not None and (session.has_ticket or ssl_object.version() != "TLSv1.3"):
+                    keep_session(sessions, key, session)
+            except (AttributeError, OSError, ValueError):
+                break  # closed
+
     def _handshake_expired(self, transport: Any) -> None:
         if self.error is None:
             self.error = TimeoutError("the TLS handshake timed out")
@@ -408,7 +443,7 @@ def new_async_connection(
     conn.connect_time = 0.0
     conn.tls_time = 0.0
     conn.remote_address = None
-    conn.gives_tls_session = False  # asyncio's start_tls takes no session: nothing to give
+    conn.gives_tls_session = False
     conn.tls_sessions = None
     conn.tls_session_keys = ()
     conn.tls_io = None
@@ -427,4 +462,6 @@ def new_async_connection(
     conn.writing_paused = False
     conn.reading_paused = False
     conn.raw = None
+    conn.tls_layers = []
+    conn.tls_offer = SessionOffer()
     return conn

@@ -11,15 +11,17 @@ connection's session: under TLS 1.3 the ticket arrives after the handshake, with
 reading ``session`` costs a serialisation (about 0.2 ms on CPython 3.11). ``RealConnection`` reads it
 once, when the pool gets the connection back after its first exchange (``give_tls_session``), and only
 from a TLS layer that was not itself resumed, so a resumed connection never replaces the session it
-resumed.
+resumed. ``wrap_tls_async`` does the same for asyncio connections, whose ``start_tls`` takes no session:
+see ``SessionOffer``.
 
 CPython's ``ssl`` retries, forever, a handshake read that ``SO_RCVTIMEO`` interrupted, so the handshake
 runs under the socket's own timeout (the connect timeout the caller set as the kernel receive timeout);
-afterwards the socket is blocking again.
+afterwards ``RealConnection`` makes the socket non-blocking and waits itself (``TlsIo``).
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
 import socket
 import ssl
@@ -32,6 +34,8 @@ from fastnet._internal.connection.sockets import close_quietly, hostport
 from fastnet.exceptions import ConnectTimeout, NetworkError, TlsError, TlsVerificationError
 
 __all__ = [
+    "OFFERED_SESSION",
+    "SessionOffer",
     "TlsInTlsSocket",
     "TlsSessions",
     "build_ssl_context",
@@ -241,6 +245,49 @@ def _new_context(verify: Any) -> ssl.SSLContext:
     return context
 
 
+class SessionOffer:
+    """The session an asyncio connection's next TLS handshake offers (``session``: set by
+    ``wrap_tls_async`` for the length of one ``start_tls``, else ``None``). asyncio's and uvloop's
+    ``start_tls`` make the ``SSLObject`` themselves and take no session, so the offer reaches
+    ``_ResumingSSLObject`` through ``OFFERED_SESSION``: the connection's transport is made with it set
+    (uvloop runs the handshake's callbacks in the transport's context), and so is ``start_tls`` (asyncio
+    runs them in a copy of the caller's). One offer per connection: no other handshake can see it."""
+
+    __slots__ = ("session",)
+
+    def __init__(self) -> None:
+        self.session: ssl.SSLSession | None = None
+
+
+OFFERED_SESSION: contextvars.ContextVar[SessionOffer | None] = contextvars.ContextVar(
+    "fastnet_tls_offer", default=None
+)
+
+
+class _ResumingSSLObject(ssl.SSLObject):
+    """The ``sslobject_class`` that ``wrap_tls_async`` gives a context (one still on ``ssl.SSLObject``):
+    ``ssl.SSLObject`` itself, except that a client-side object made where ``OFFERED_SESSION`` holds an
+    offer with a session (a fastnet connection's handshake, see ``SessionOffer``) offers that session."""
+
+    @classmethod
+    def _create(
+        cls,
+        incoming: ssl.MemoryBIO,
+        outgoing: ssl.MemoryBIO,
+        server_side: bool = False,
+        server_hostname: str | None = None,
+        session: ssl.SSLSession | None = None,
+        context: ssl.SSLContext | None = None,
+    ) -> ssl.SSLObject:
+        if session is None and not server_side:
+            offer = OFFERED_SESSION.get()
+            if offer is not None:
+                session = offer.session
+        return super()._create(  # type: ignore[misc,no-any-return]
+            incoming, outgoing, server_side, server_hostname, session=session, context=context
+        )
+
+
 def wrap_tls(
     sock: Any, host: str, port: int, context: ssl.SSLContext, sessions: TlsSessions, user: Any
 ) -> Any:
@@ -281,20 +328,28 @@ async def wrap_tls_async(
     or inside the TLS to an HTTPS proxy), the handshake bounded by ``timeout`` s (0: none). The same
     events, errors and messages; on failure ``conn`` is closed.
 
-    The session is kept in ``sessions`` for the blocking handshakes that share them, but not offered:
-    asyncio's ``start_tls`` makes its ``SSLObject`` itself and takes no ``session``. It is read right
-    after the handshake, so under TLS 1.3 (the ticket not yet in) it is one that cannot be resumed."""
+    Sessions as ``wrap_tls``'s: the one kept for (host, port) is offered, and the new one is kept when the
+    pool gets the connection back after its first exchange (``AsyncRealConnection.give_tls_session``).
+    ``start_tls`` takes no session, so it is offered through the connection's ``SessionOffer``, which the
+    context's ``sslobject_class`` reads once this has set it to ``_ResumingSSLObject`` (for everyone else
+    the same as ``ssl.SSLObject``; a context whose class was changed already is left alone: no resumption)."""
     events = user.events
     if events is not None:
         events.secure_connect_start(user)
+    offer = conn.tls_offer
+    offer.session = sessions.get((host, port))
+    if offer.session is not None and context.sslobject_class is ssl.SSLObject:
+        context.sslobject_class = _ResumingSSLObject
+    token = OFFERED_SESSION.set(offer)
     try:
         await conn.start_tls(context, host, timeout)
     except OSError as exc:
         conn.close()
         raise tls_failure(exc, host, port) from exc
-    ssl_object = conn.transport.get_extra_info("ssl_object")
-    if ssl_object is not None:
-        keep_session(sessions, (host, port), ssl_object.session)
+    finally:
+        offer.session = None
+        OFFERED_SESSION.reset(token)
+    conn.offer_tls_session(sessions, (host, port))
     if events is not None:
         events.secure_connect_end(user, conn.tls_version)
 

@@ -434,8 +434,9 @@ def test_async_finder_tls_origin(run: Any, tls_server: MockServer) -> None:
         assert conn.is_tls and conn.tls_version in ("TLSv1.2", "TLSv1.3")
         assert conn.tls_time > 0 and conn.connect_time > 0
         assert await fetch(conn, tls_server.url("/s")) == (200, b"secure")
-        assert ("127.0.0.1", tls_server.port) in connector.tls_sessions  # kept for the blocking finder
+        assert conn.gives_tls_session and not connector.tls_sessions  # read when the pool gets it back
         user.done(False)
+        assert ("127.0.0.1", tls_server.port) in connector.tls_sessions  # for the next connection
         names = events.names()
         assert names == [
             "proxy_select_start",

@@ -6,9 +6,10 @@ from __future__ import annotations
 import ssl
 import threading
 import time
+from typing import Any
 
 import pytest
-from conftest import blocking_only, make_fast_client
+from conftest import make_fast_client
 from fakes import FakeDns, RecordingListener
 
 import fastnet
@@ -212,6 +213,15 @@ TLS_VERSIONS = [
 ]
 
 
+def _session_reused(conn: Any) -> bool:
+    """Whether ``conn``'s TLS resumed a session (a blocking connection's socket, an asyncio one's
+    transport)."""
+    transport = getattr(conn, "transport", None)
+    if transport is not None:
+        return bool(transport.get_extra_info("ssl_object").session_reused)
+    return bool(conn.sock.session_reused)
+
+
 def _pinned_context(server: MockServer, version: ssl.TLSVersion) -> ssl.SSLContext:
     context = server.client_ssl_context()
     context.minimum_version = context.maximum_version = version
@@ -222,13 +232,12 @@ def _pinned_context(server: MockServer, version: ssl.TLSVersion) -> ssl.SSLConte
 def test_tls_new_connection_resumes_the_session(
     tls_server: MockServer, client_kind: str, version: ssl.TLSVersion
 ) -> None:
-    blocking_only(client_kind, "asyncio's start_tls cannot offer a session")
     seen: list[tuple[bool, bool]] = []
 
     def network(chain: fastnet.Chain) -> fastnet.Response:
         conn = chain.connection
         assert conn is not None
-        seen.append((bool(conn.sock.session_reused), bool(conn.gives_tls_session)))
+        seen.append((_session_reused(conn), bool(conn.gives_tls_session)))
         return chain.proceed(chain.request)
 
     tls_server.enqueue(*[MockResponse(200, body=b"x")] * 4)
@@ -257,7 +266,6 @@ def test_tls_new_connection_resumes_the_session(
 def test_tls_resumes_with_a_pool_that_keeps_nothing(
     tls_server: MockServer, client_kind: str, version: ssl.TLSVersion
 ) -> None:
-    blocking_only(client_kind, "asyncio's start_tls cannot offer a session")
     tls_server.enqueue(*[MockResponse(200, body=b"y")] * 3)
     pool = fastnet.ConnectionPool(max_idle_connections=0)
     context = _pinned_context(tls_server, version)
@@ -271,7 +279,6 @@ def test_tls_resumes_with_a_pool_that_keeps_nothing(
 
 
 def test_tls_sessions_are_per_host_and_port(tls_server: MockServer, client_kind: str) -> None:
-    blocking_only(client_kind, "asyncio's start_tls cannot offer a session")
     with MockServer(tls=True, ca=tls_server.ca) as other:  # same CA, another port
         for server in (tls_server, other):
             server.enqueue(*[MockResponse(200, headers={"Connection": "close"})] * 3)
