@@ -26,7 +26,7 @@ from ssl import SSLWantReadError, SSLWantWriteError
 from typing import TYPE_CHECKING, Any
 
 from fastnet._internal.connection.kernel_timeout import set_kernel_timeout
-from fastnet._internal.connection.tls import TlsInTlsSocket, keep_session
+from fastnet._internal.connection.tls import TlsInTlsSocket, keep_resumable_session
 from fastnet._internal.http1.parser import ResponseParser, receive_exact
 
 if TYPE_CHECKING:
@@ -311,10 +311,7 @@ class RealConnection:
                 break
             try:
                 if not sock.session_reused:
-                    session = sock.session
-                    # under TLS 1.3 a session without a ticket cannot be resumed: keep the stored one
-                    if session is not None and (session.has_ticket or sock.version() != "TLSv1.3"):
-                        keep_session(sessions, key, session)
+                    keep_resumable_session(sessions, key, sock)
             except (AttributeError, OSError, ValueError):
                 break  # not a TLS socket, or closed
             sock = sock.outer if isinstance(sock, TlsInTlsSocket) else None

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastnet._internal.clock import monotonic
 from fastnet._internal.connection.real_connection import RECV_BUFFER_SIZE, RealConnection
-from fastnet._internal.connection.tls import SessionOffer, keep_session
+from fastnet._internal.connection.tls import SessionOffer, keep_resumable_session
 from fastnet._internal.http1.parser import ResponseParser
 
 if TYPE_CHECKING:
@@ -386,10 +386,7 @@ class AsyncRealConnection(RealConnection):
             return
         for key, ssl_object in layers:
             try:
-                session = ssl_object.session
-                # under TLS 1.3 a session without a ticket cannot be resumed: keep the stored one
-                if session is not None and (session.has_ticket or ssl_object.version() != "TLSv1.3"):
-                    keep_session(sessions, key, session)
+                keep_resumable_session(sessions, key, ssl_object)
             except (AttributeError, OSError, ValueError):
                 break  # closed
 

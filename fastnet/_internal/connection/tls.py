@@ -42,6 +42,7 @@ __all__ = [
     "client_ssl_context",
     "shared_ssl_context",
     "default_ssl_context",
+    "keep_resumable_session",
     "keep_session",
     "tls_failure",
     "wrap_tls",
@@ -370,6 +371,14 @@ def tls_failure(exc: OSError, host: str, port: int) -> NetworkError:
     if isinstance(exc, (TimeoutError, BlockingIOError)):
         return ConnectTimeout(f"TLS handshake with {hostport(host, port)} timed out", phase="tls")
     return TlsError(f"TLS handshake with {hostport(host, port)} failed: {exc}", phase="tls")
+
+
+def keep_resumable_session(sessions: TlsSessions, key: tuple[str, int], tls: Any) -> None:
+    """Keep the session of ``tls`` (an ``SSLSocket`` or ``SSLObject`` that did not itself resume one)
+    under ``key``; under TLS 1.3 a session without a ticket cannot be resumed, so the stored one stays."""
+    session = tls.session
+    if session is not None and (session.has_ticket or tls.version() != "TLSv1.3"):
+        keep_session(sessions, key, session)
 
 
 def keep_session(sessions: TlsSessions, key: tuple[str, int], session: Any) -> None:
