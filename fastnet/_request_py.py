@@ -298,7 +298,11 @@ class Request:
                 raise ValueError("pass either body= or json=, not both")
             if data is not None or files is not None:
                 raise ValueError("pass json= or data=/files=, not both")
-            body = RequestBody(_json.dumps(json, separators=(",", ":")).encode("utf-8"), "application/json")
+            try:  # NaN and Infinity are no JSON (RFC 8259 §6): refused, as requests and httpx do
+                text = _json.dumps(json, separators=(",", ":"), allow_nan=False)
+            except ValueError as exc:
+                raise ValueError(f"json=: {exc} (NaN and Infinity have no JSON form)") from None
+            body = RequestBody(text.encode("utf-8"), "application/json")
             if "content-type" not in hdrs:
                 hdrs = hdrs.add("Content-Type", "application/json")
         elif body is not None and not isinstance(body, RequestBody):

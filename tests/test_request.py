@@ -92,6 +92,23 @@ def test_request_json() -> None:
         fastnet.Request("POST", "http://h/", body=b"x", json={"a": 1})
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_request_json_refuses_nan_and_infinity(value: float) -> None:
+    for payload in (value, {"a": [1, value]}):
+        with pytest.raises(ValueError, match="json=.*NaN and Infinity"):
+            fastnet.Request("POST", "http://h/", json=payload)
+
+
+def test_request_json_nan_refused_before_sending(server: MockServer, fast_client: fastnet.Client) -> None:
+    with pytest.raises(ValueError, match="json="):
+        fast_client.post(server.url("/"), json={"x": float("nan")})
+    with pytest.raises(ValueError, match="json="):
+        fast_client.request("PUT", server.url("/"), json=[float("inf")], params={"a": "1"})
+    with pytest.raises(ValueError, match="json="):
+        fast_client.stream("POST", server.url("/"), json=-float("inf")).close()
+    assert server.request_count == 0 and server.connection_count == 0
+
+
 def test_request_header_injection_rejected_before_sending(
     server: MockServer, fast_client: fastnet.Client
 ) -> None:

@@ -338,7 +338,7 @@ class FastnetSession:
                 else:
                     body = data.encode("utf-8") if isinstance(data, str) else data
             elif json is not None:
-                body = _json.dumps(json).encode("utf-8")
+                body = _json.dumps(json, allow_nan=False).encode("utf-8")  # NaN is no JSON: ValueError
                 if "content-type" not in present:
                     items.append(("Content-Type", "application/json"))
                 if "accept" not in present:

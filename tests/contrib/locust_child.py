@@ -211,6 +211,10 @@ def run_api(base: str) -> dict[str, Any]:
     with user.rest("GET", "/json") as r:
         out["js"] = r.js
     user.client.post("/echo", json={"a": 1})
+    try:  # NaN is no JSON: refused before anything is sent (no request event)
+        user.client.post("/echo", json={"a": float("nan")})
+    except ValueError as exc:
+        out["nan_refused"] = str(exc)
     user.client.get("/set-cookie")
     user.client.get("/needs-cookie")
     other.client.get("/needs-cookie")  # another user: its own jar

@@ -254,6 +254,7 @@ def test_fastnet_user_api() -> None:
     assert exceptions[1] == "CatchResponseError('not what I wanted')"
     assert all(e is None for e in exceptions[2:]), exceptions
     assert result["js"] == {"a": 1}
+    assert "not JSON compliant" in result.get("nan_refused", "")
     by_path = {r.path: r for r in seen}
     assert (
         by_path["/echo"].header("Content-Type") == "application/json" and by_path["/echo"].body == b'{"a": 1}'
