@@ -92,10 +92,10 @@ def _shown(text: str) -> str:
 
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 #: An absolute reference's scheme (RFC 3986 §3.1) and its colon.
-_SCHEME_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+SCHEME_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
-def _check_controls(text: str, what: str) -> None:
+def check_controls(text: str, what: str) -> None:
     found = _CONTROL.search(text)
     if found is not None:
         i = found.start()
@@ -230,7 +230,7 @@ class URL:
         if not isinstance(text, str):
             raise TypeError(f"URL must be a str or URL, not {type(text).__name__}")
         stripped = text.strip(" ")
-        _check_controls(stripped, "URL")
+        check_controls(stripped, "URL")
         colon = stripped.find(":")
         if colon <= 0:
             raise ValueError(f"Invalid URL {_shown(text)!r}: no scheme (expected http:// or https://)")
@@ -349,9 +349,9 @@ class URL:
         if not isinstance(reference, str):
             raise TypeError(f"reference must be a str, not {type(reference).__name__}")
         ref = reference.strip(" ")
-        _check_controls(ref, "URL reference")
+        check_controls(ref, "URL reference")
         ref = ref.replace("\\", "/")
-        if _SCHEME_PREFIX.match(ref) is not None:
+        if SCHEME_PREFIX.match(ref) is not None:
             return URL(ref)
         if ref.startswith("//"):
             return URL(f"{self.scheme}:{ref}")
