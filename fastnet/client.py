@@ -551,7 +551,7 @@ class ClientBase:
             if not isinstance(user_agent, str):
                 raise TypeError("user_agent must be a str")
             Headers({"User-Agent": user_agent})  # checks the value
-            core.user_agent = user_agent
+            core.user_agent = str.__str__(user_agent)  # a str subclass (a StrEnum member): its characters
 
         limit = s.max_body_size
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):

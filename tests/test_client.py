@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import ssl
 from typing import Any
 
@@ -182,6 +183,16 @@ def test_client_context_manager_and_close_evict_idle_connections(server: MockSer
 def test_client_repr() -> None:
     with fastnet.Client() as c:
         assert "fastnet.Client" in repr(c)
+
+
+def test_client_user_agent_may_be_a_str_subclass(server: MockServer) -> None:
+    class Agent(enum.StrEnum):
+        CRAWLER = "crawler/1.0"
+
+    server.enqueue(MockResponse(200))
+    with make_fast_client(user_agent=Agent.CRAWLER) as client:
+        client.get(server.url("/"))
+    assert server.take_request().header("user-agent") == "crawler/1.0"
 
 
 # -- request methods --------------------------------------------------------------------------------
