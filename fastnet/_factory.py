@@ -32,7 +32,7 @@ from fastnet._internal.retry_follow_up import RetryAndFollowUpInterceptor
 from fastnet.forms import encode_pairs, merge_params
 from fastnet.request import Request
 from fastnet.timeout import USE_CLIENT_DEFAULT
-from fastnet.url import URL
+from fastnet.url import SCHEME_PREFIX, URL, check_controls
 
 if TYPE_CHECKING:
     from fastnet._internal.client_core import ClientCore
@@ -44,19 +44,21 @@ _MAX_CORES = 64
 
 
 def join_base_url(base: URL, url: Any) -> URL:
-    """``url`` against ``base_url``: an absolute URL as it is; otherwise its path is appended to the base's
-    path (``http://h/v1`` + ``/users?x=1`` → ``http://h/v1/users?x=1``, as httpx does) and its query and
-    fragment replace the base's."""
+    """``url`` against ``base_url``. Only an absolute URL (``scheme:`` first, RFC 3986 §3.1) is used as
+    it is; anything else is a reference *under* the base, so it can never reach another origin: its path
+    is appended to the base's path with its leading slashes (and backslashes, which WHATWG reads as
+    slashes) dropped, and its query and fragment replace the base's. ``http://a/api/`` + ``/users?x=1``
+    → ``http://a/api/users?x=1`` (as httpx does), and ``//b/x`` → ``http://a/api/b/x``: never host ``b``.
+    Spaces around ``url`` are dropped (as ``URL`` does); a control character anywhere is a ``ValueError``.
+    """
     if isinstance(url, URL):
         return url
     if not isinstance(url, str):
         raise TypeError(f"URL must be a str or URL, not {type(url).__name__}")
-    text = url.strip()
-    scheme_end = text.find("://")
-    if scheme_end > 0 and text[0].isalpha() and all(c.isalnum() or c in "+-." for c in text[:scheme_end]):
+    text = url.strip(" ")
+    check_controls(text, "URL")
+    if SCHEME_PREFIX.match(text) is not None:
         return URL(text)
-    if text.startswith("//"):
-        return URL(f"{base.scheme}:{text}")
     fragment = None
     if "#" in text:
         text, fragment = text.split("#", 1)
@@ -64,7 +66,7 @@ def join_base_url(base: URL, url: Any) -> URL:
     if "?" in text:
         text, query = text.split("?", 1)
     path = base.path if base.path.endswith("/") else base.path + "/"
-    return base.replace(path=path + text.lstrip("/"), query=query, fragment=fragment)
+    return base.replace(path=path + text.lstrip("/\\"), query=query, fragment=fragment)
 
 
 class RequestFactory:

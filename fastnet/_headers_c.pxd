@@ -5,7 +5,7 @@ cimport cython
 
 
 cpdef str check_name(object name)
-cpdef str check_value(str name, object value)
+cpdef str check_value(object name, object value)
 
 
 @cython.locals(h=Headers)
@@ -22,6 +22,6 @@ cdef class Headers:
 
     @cython.locals(index=dict)
     cpdef dict _lookup(self)
-    cpdef object get(self, str name, object default=*)
-    cpdef list get_all(self, str name)
+    cpdef object get(self, object name, object default=*)
+    cpdef list get_all(self, object name)
     cpdef bytes to_wire(self)

@@ -33,9 +33,13 @@ SENSITIVE = frozenset(("authorization", "cookie", "proxy-authorization", "set-co
 TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
-def check_name(name: Any) -> str:
-    if not isinstance(name, str):
-        raise TypeError(f"header name must be a str, not {type(name).__name__}")
+def check_name(name: object) -> str:
+    if type(name) is not str:
+        if not isinstance(name, str):
+            raise TypeError(f"header name must be a str, not {type(name).__name__}")
+        # a str subclass (an enum.StrEnum member): its characters as a plain str, never its __str__ or
+        # __format__ ("Color.RED" for an Enum mixed with str)
+        name = str.__str__(name)
     if not name:
         raise ValueError("header name is empty")
     for i, ch in enumerate(name):
@@ -49,7 +53,7 @@ def check_value(name: str, value: object) -> str:
     # CR, LF, NUL and other controls are rejected (they would split or truncate the header).
     text: str
     if isinstance(value, str):
-        text = value
+        text = value if type(value) is str else str.__str__(value)
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         text = str(value)
     elif isinstance(value, bytes):

@@ -219,9 +219,11 @@ def _file_chunks(f: Any) -> Iterator[bytes]:
 KNOWN_METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"))
 
 
-def check_method(method: Any) -> str:
-    if not isinstance(method, str):
-        raise TypeError(f"method must be a str, not {type(method).__name__}")
+def check_method(method: object) -> str:
+    if type(method) is not str:
+        if not isinstance(method, str):
+            raise TypeError(f"method must be a str, not {type(method).__name__}")
+        method = str.__str__(method)  # a str subclass (an enum.StrEnum member): its characters
     if not method:
         raise ValueError("Invalid HTTP method ''")
     for c in method:
@@ -279,7 +281,7 @@ class Request:
         timeout: Any = USE_CLIENT_DEFAULT,
         follow_redirects: bool | None = None,
     ) -> None:
-        if method not in KNOWN_METHODS:
+        if type(method) is not str or method not in KNOWN_METHODS:
             method = check_method(method)
         self.method = method
         userinfo = True  # a URL with user-info is never in the parse cache
@@ -298,7 +300,11 @@ class Request:
                 raise ValueError("pass either body= or json=, not both")
             if data is not None or files is not None:
                 raise ValueError("pass json= or data=/files=, not both")
-            body = RequestBody(_json.dumps(json, separators=(",", ":")).encode("utf-8"), "application/json")
+            try:  # NaN and Infinity are no JSON (RFC 8259 §6): refused, as requests and httpx do
+                text = _json.dumps(json, separators=(",", ":"), allow_nan=False)
+            except ValueError as exc:
+                raise ValueError(f"json=: {exc} (NaN and Infinity have no JSON form)") from None
+            body = RequestBody(text.encode("utf-8"), "application/json")
             if "content-type" not in hdrs:
                 hdrs = hdrs.add("Content-Type", "application/json")
         elif body is not None and not isinstance(body, RequestBody):
@@ -356,7 +362,7 @@ class Request:
         tag = self.tag
         for key, value in changes.items():
             if key == "method":
-                method = value if value in KNOWN_METHODS else check_method(value)
+                method = value if type(value) is str and value in KNOWN_METHODS else check_method(value)
             elif key == "url":
                 url = value if isinstance(value, URL) else URL(value)
             elif key == "headers":

@@ -174,13 +174,13 @@ class Response:
         if not isinstance(status_code, int) or not 100 <= status_code <= 999:
             raise ValueError(f"status_code must be an int in 100-999, not {status_code!r}")
         self.status_code = status_code
-        self.reason = STATUS_REASONS.get(status_code, "") if reason is None else reason
+        self.reason = STATUS_REASONS.get(status_code, "") if reason is None else _plain_str(reason, "reason")
         self.headers = as_headers(headers)
         if isinstance(content, str):
             content = content.encode("utf-8")
         self._content = bytes(content) if content is not None else b""
         self.request = request
-        self.protocol = protocol
+        self.protocol = _plain_str(protocol, "protocol")
         self.prior_response = None
         self._source = None
         self._unreadable = False
@@ -678,6 +678,15 @@ class Response:
 
     def __repr__(self) -> str:
         return f"<Response [{self.status_code} {self.reason}]>"
+
+
+def _plain_str(value: Any, what: str) -> str:
+    """``value`` as a plain ``str``: a str subclass (an ``enum.StrEnum`` member) gives its characters."""
+    if type(value) is str:
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    return str.__str__(value)
 
 
 def _byte_view(buffer: Any) -> memoryview:

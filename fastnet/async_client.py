@@ -38,7 +38,7 @@ from fastnet._internal.async_real_call import AsyncRealCall, new_async_call
 from fastnet._internal.async_real_call import get as _get
 from fastnet._internal.async_real_call import request as _request
 from fastnet._internal.async_retry_follow_up import AsyncRetryAndFollowUpInterceptor
-from fastnet.client import ClientBase, DefaultHeadersInterceptor
+from fastnet.client import BaseUrlDefaultHeadersInterceptor, ClientBase, DefaultHeadersInterceptor
 from fastnet.request import Request
 from fastnet.timeout import USE_CLIENT_DEFAULT
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from fastnet._internal.map_calls import MapItem
     from fastnet.connection_pool import ConnectionPool
     from fastnet.dispatcher import Dispatcher
-    from fastnet.headers import Headers, HeadersLike
+    from fastnet.headers import HeadersLike
     from fastnet.proxy import Proxy
     from fastnet.request import BodyLike
     from fastnet.response import Response
@@ -108,6 +108,12 @@ class _AsyncDefaultHeaders(DefaultHeadersInterceptor):
     async def intercept(self, chain: Any) -> Response:  # type: ignore[override]
         response: Response = await chain.proceed(self.apply(chain.request))
         return response
+
+
+class _AsyncBaseUrlDefaultHeaders(BaseUrlDefaultHeadersInterceptor, _AsyncDefaultHeaders):
+    """``BaseUrlDefaultHeadersInterceptor`` for the asyncio chain."""
+
+    __slots__ = ()
 
 
 class AsyncRequestFactory(RequestFactory):
@@ -184,11 +190,13 @@ class AsyncClient(ClientBase):
     def _new_factory(self, base_url: URL | None, params: str | None) -> RequestFactory:
         return AsyncRequestFactory(base_url, params)
 
+    _default_headers = (_AsyncDefaultHeaders, _AsyncBaseUrlDefaultHeaders)
+
     def _interceptors(
-        self, core: ClientCore, connector: Connector, app: Any, network: Any, defaults: Headers | None
+        self, core: ClientCore, connector: Connector, app: Any, network: Any, defaults: Any
     ) -> list[Any]:
         return (
-            ([_AsyncDefaultHeaders(defaults)] if defaults is not None else [])
+            ([defaults] if defaults is not None else [])
             + [_async_interceptor("interceptors", i) for i in app]
             + [
                 AsyncRetryAndFollowUpInterceptor(core),

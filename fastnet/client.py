@@ -34,7 +34,7 @@ from fastnet._internal.map_calls import MapItem, map_calls
 from fastnet._internal.real_call import RealCall
 from fastnet._internal.real_call import get as _get
 from fastnet._internal.real_call import request as _request
-from fastnet._internal.retry_follow_up import RetryAndFollowUpInterceptor
+from fastnet._internal.retry_follow_up import RetryAndFollowUpInterceptor, strip_for_new_origin
 from fastnet._internal.route_database import RouteDatabase
 from fastnet._internal.timeouts import timeout_seconds
 from fastnet.connection_pool import ConnectionPool
@@ -293,6 +293,25 @@ class DefaultHeadersInterceptor:
         return f"<client default headers {[name for name, _ in self.headers._items]}>"
 
 
+class BaseUrlDefaultHeadersInterceptor(DefaultHeadersInterceptor):
+    """``DefaultHeadersInterceptor`` of a client with a ``base_url``: a request whose (absolute) URL leaves
+    the base URL's origin gets only the defaults a redirect to another origin would keep, so neither
+    ``auth`` nor ``Cookie``, ``Proxy-Authorization``, ``Host`` or a ``sensitive_headers`` default leaves
+    with it (the ones the request sets itself are its own)."""
+
+    __slots__ = ("origin", "foreign")
+
+    def __init__(self, headers: Headers, origin: str, sensitive: Iterable[str]) -> None:
+        super().__init__(headers)
+        self.origin = origin  # the base URL's origin_key
+        self.foreign = DefaultHeadersInterceptor(strip_for_new_origin(headers, sensitive))
+
+    def apply(self, request: Request) -> Request:
+        if request.url.origin_key == self.origin:
+            return super().apply(request)
+        return self.foreign.apply(request)
+
+
 class ClientBase:
     """What ``Client`` and ``AsyncClient`` share: the options, their checks, and the pool, routes and DNS
     cache that siblings made by ``with_options`` share. Make a ``Client`` or an ``AsyncClient``."""
@@ -532,7 +551,7 @@ class ClientBase:
             if not isinstance(user_agent, str):
                 raise TypeError("user_agent must be a str")
             Headers({"User-Agent": user_agent})  # checks the value
-            core.user_agent = user_agent
+            core.user_agent = str.__str__(user_agent)  # a str subclass (a StrEnum member): its characters
 
         limit = s.max_body_size
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -612,7 +631,7 @@ class ClientBase:
             if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
                 raise TypeError(f"{name} must be a list of interceptors")
         core.interceptors = self._interceptors(
-            core, connector, s.interceptors, s.network_interceptors, defaults
+            core, connector, s.interceptors, s.network_interceptors, self._defaults(defaults, base_url, core)
         )
         self._core = core
         self._bind(core)
@@ -636,13 +655,27 @@ class ClientBase:
     def _new_factory(self, base_url: URL | None, params: str | None) -> RequestFactory:
         return RequestFactory(base_url, params)
 
+    #: The interceptor of the client's default headers: without a base_url, and with one.
+    _default_headers: tuple[type[DefaultHeadersInterceptor], type[BaseUrlDefaultHeadersInterceptor]] = (
+        DefaultHeadersInterceptor,
+        BaseUrlDefaultHeadersInterceptor,
+    )
+
+    def _defaults(self, defaults: Headers | None, base_url: URL | None, core: ClientCore) -> Any:
+        """The interceptor that adds the client's default headers (None without any)."""
+        if defaults is None:
+            return None
+        if base_url is None:
+            return self._default_headers[0](defaults)
+        return self._default_headers[1](defaults, base_url.origin_key, core.sensitive_headers)
+
     def _interceptors(
-        self, core: ClientCore, connector: Connector, app: Any, network: Any, defaults: Headers | None
+        self, core: ClientCore, connector: Connector, app: Any, network: Any, defaults: Any
     ) -> list[Any]:
         """The whole chain: the client's default headers, application interceptors, the built-ins, network
         interceptors, CallServer."""
         return (
-            ([DefaultHeadersInterceptor(defaults)] if defaults is not None else [])
+            ([defaults] if defaults is not None else [])
             + [_interceptor("interceptors", i) for i in app]
             + [RetryAndFollowUpInterceptor(core), BridgeInterceptor(core), ConnectInterceptor(connector)]
             + [_interceptor("network_interceptors", i) for i in network]

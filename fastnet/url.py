@@ -2,13 +2,15 @@
 
 Theory of operation: a :class:`URL` is an immutable, hashable value holding the parts of an ``http``
 or ``https`` URL in the form that goes on the wire: the host lowercased and IDNA-encoded (IPv6
-without brackets), the port always known (default filled in), path and query percent-encoded. Parsing
-is strict about what could smuggle bytes into a request (any control character, CR, LF or NUL anywhere
-raises ``ValueError``) and lenient about what browsers fix silently (spaces and non-ASCII in the path
-and query are percent-encoded). Parsed URLs are cached by their text, which saves about a
-microsecond per request for the crawler's common case of fetching the same URLs repeatedly. A URL with
-user-info is never cached, so the per-request path knows that a URL found in the cache carries no
-credentials (the request turns credentials into an ``Authorization`` header).
+without brackets), the port always known (default filled in), path, query and fragment percent-encoded
+where the WHATWG URL Standard encodes them and nowhere else, so a URL goes out as a browser (or httpx)
+sends it: ``?data[0]=1|2`` stays as it is, and ``%XX`` is never decoded nor encoded twice. Parsing is
+strict about what could smuggle bytes into a request (any control character, CR, LF or NUL anywhere
+raises ``ValueError``) and lenient about what browsers fix silently (spaces, quotes and non-ASCII are
+percent-encoded, a backslash before the query is a slash). Parsed URLs are cached by their text, which
+saves about a microsecond per request for the crawler's common case of fetching the same URLs
+repeatedly. A URL with user-info is never cached, so the per-request path knows that a URL found in
+the cache carries no credentials (the request turns credentials into an ``Authorization`` header).
 
 A password never leaves this module in text meant for people: ``repr()`` and every ``ValueError``
 show it as ``***`` (:func:`mask_password`); only ``str()``, the URL's value, keeps it.
@@ -29,13 +31,27 @@ __all__ = ["URL", "DEFAULT_PORTS", "header_reference", "mask_password"]
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _SCHEME_ALIASES = {"ws": "http", "wss": "https"}
 
-# Characters kept as they are in a path and a query (RFC 3986 pchar plus "/" and "?"); everything
-# else is percent-encoded. "%" is kept so already-encoded input is not encoded twice.
-_PATH_SAFE = "/!$&'()*+,;=:@-._~%"
-_QUERY_SAFE = _PATH_SAFE + "?"
+# What is percent-encoded in a path, a query and a fragment: the WHATWG URL Standard's percent-encode
+# sets for a special scheme (§1.3; controls never get here: they are refused), which is what browsers and
+# httpx put on the wire. Everything else is kept byte for byte, "%" included, so "%2F" and "%zz" stay
+# as they are and nothing is ever decoded or encoded twice. "#" and "?" cannot occur where they would
+# be encoded: they end the path (and "#" the query). Non-ASCII characters become their UTF-8 bytes.
+_PATH_ENCODE = re.compile('[ "<>`{}\x7f-\U0010ffff]+')
+_QUERY_ENCODE = re.compile("[ \"<>'\x7f-\U0010ffff]+")
+_FRAGMENT_ENCODE = re.compile('[ "<>`\x7f-\U0010ffff]+')
 # reg-name characters that can never be part of a host (RFC 3986 gen-delims, WHATWG forbidden host
 # code points); IDNA handles the rest.
 _FORBIDDEN_HOST = set(' #%/:<>?@[\\]^|"`{}')
+
+
+def _percent(match: re.Match[str]) -> str:
+    return quote(match.group(), safe="")
+
+
+def _encode(text: str, unsafe: re.Pattern[str]) -> str:
+    """``text`` with the characters of the ``unsafe`` set percent-encoded (their UTF-8 bytes)."""
+    return unsafe.sub(_percent, text)
+
 
 _cache: dict[str, URL] = {}
 _CACHE_MAX = 4096
@@ -92,10 +108,10 @@ def _shown(text: str) -> str:
 
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 #: An absolute reference's scheme (RFC 3986 §3.1) and its colon.
-_SCHEME_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+SCHEME_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
-def _check_controls(text: str, what: str) -> None:
+def check_controls(text: str, what: str) -> None:
     found = _CONTROL.search(text)
     if found is not None:
         i = found.start()
@@ -230,7 +246,7 @@ class URL:
         if not isinstance(text, str):
             raise TypeError(f"URL must be a str or URL, not {type(text).__name__}")
         stripped = text.strip(" ")
-        _check_controls(stripped, "URL")
+        check_controls(stripped, "URL")
         colon = stripped.find(":")
         if colon <= 0:
             raise ValueError(f"Invalid URL {_shown(text)!r}: no scheme (expected http:// or https://)")
@@ -240,20 +256,22 @@ class URL:
             raise ValueError(
                 f"Unsupported URL scheme {stripped[:colon]!r} in {_shown(text)!r}: expected 'http' or 'https'"
             )
-        rest = stripped[colon + 1 :].replace("\\", "/")
-        if not rest.startswith("//"):
-            raise ValueError(f"Invalid URL {_shown(text)!r}: expected '//' after '{scheme}:'")
-        rest = rest[2:]
+        rest = stripped[colon + 1 :]
         fragment = None
         hash_at = rest.find("#")
         if hash_at >= 0:
-            fragment = rest[hash_at + 1 :]
+            fragment = _encode(rest[hash_at + 1 :], _FRAGMENT_ENCODE)
             rest = rest[:hash_at]
         query = None
         q_at = rest.find("?")
         if q_at >= 0:
-            query = quote(rest[q_at + 1 :], safe=_QUERY_SAFE)
+            query = _encode(rest[q_at + 1 :], _QUERY_ENCODE)
             rest = rest[:q_at]
+        # before the query a backslash is a slash (WHATWG, for http and https); in the query it is kept
+        rest = rest.replace("\\", "/")
+        if not rest.startswith("//"):
+            raise ValueError(f"Invalid URL {_shown(text)!r}: expected '//' after '{scheme}:'")
+        rest = rest[2:]
         slash = rest.find("/")
         if slash >= 0:
             authority, path = rest[:slash], rest[slash:]
@@ -291,7 +309,7 @@ class URL:
         self.password = password
         self.host = _encode_host(host_part, text)
         self.port = port
-        self.path = _remove_dot_segments(quote(path, safe=_PATH_SAFE))
+        self.path = _remove_dot_segments(_encode(path, _PATH_ENCODE))
         self.query = query
         self.fragment = fragment
         self.target = self.path if query is None else f"{self.path}?{query}"
@@ -349,9 +367,14 @@ class URL:
         if not isinstance(reference, str):
             raise TypeError(f"reference must be a str, not {type(reference).__name__}")
         ref = reference.strip(" ")
-        _check_controls(ref, "URL reference")
-        ref = ref.replace("\\", "/")
-        if _SCHEME_PREFIX.match(ref) is not None:
+        check_controls(ref, "URL reference")
+        end = len(ref)  # a backslash is a slash up to the query or fragment, as in a URL
+        for sep in "?#":
+            at = ref.find(sep)
+            if 0 <= at < end:
+                end = at
+        ref = ref[:end].replace("\\", "/") + ref[end:]
+        if SCHEME_PREFIX.match(ref) is not None:
             return URL(ref)
         if ref.startswith("//"):
             return URL(f"{self.scheme}:{ref}")

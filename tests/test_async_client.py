@@ -455,6 +455,20 @@ def test_map_results_errors_and_order(run: Any, server: MockServer) -> None:
     run(main())
 
 
+def test_map_keeps_relative_urls_under_base_url(run: Any, server: MockServer) -> None:
+    with MockServer() as other:
+        server.dispatcher = lambda request: MockResponse(body=request.target.encode())
+        hostport = f"127.0.0.1:{other.port}"
+
+        async def main() -> None:
+            async with new_client(base_url=server.url("/api/"), auth=("alice", "pw")) as client:
+                got = [r async for _, r in client.map([f"//{hostport}/x", "/y"], ordered=True)]
+                assert [r.content for r in got] == [f"/api/{hostport}/x".encode(), b"/api/y"]  # type: ignore[union-attr]
+
+        run(main())
+        assert other.request_count == 0
+
+
 def test_leaving_map_early_cancels_what_is_in_flight(run: Any, server: MockServer) -> None:
     def answer(request: Any) -> MockResponse:
         if request.path == "/0":

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import enum
 import ssl
 from typing import Any
 
 import pytest
-from conftest import make_client
+from conftest import make_client, make_fast_client
+from fakes import FakeDns
+from wire import CRAWLED_TARGETS
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
@@ -182,6 +185,16 @@ def test_client_repr() -> None:
         assert "fastnet.Client" in repr(c)
 
 
+def test_client_user_agent_may_be_a_str_subclass(server: MockServer) -> None:
+    class Agent(enum.StrEnum):
+        CRAWLER = "crawler/1.0"
+
+    server.enqueue(MockResponse(200))
+    with make_fast_client(user_agent=Agent.CRAWLER) as client:
+        client.get(server.url("/"))
+    assert server.take_request().header("user-agent") == "crawler/1.0"
+
+
 # -- request methods --------------------------------------------------------------------------------
 
 
@@ -192,6 +205,33 @@ def test_client_methods_without_body(server: MockServer, fast_client: fastnet.Cl
     rec = server.take_request()
     assert rec.method == method.upper() and rec.path == "/m" and rec.header("x-a") == "1"
     assert r.status_code == 200 and r.content == (b"" if method == "head" else b"ok")
+
+
+def test_client_sends_the_request_target_of_a_url_as_found(
+    server: MockServer, fast_client: fastnet.Client
+) -> None:
+    origin = f"http://127.0.0.1:{server.port}"
+    for found, _ in CRAWLED_TARGETS:
+        server.enqueue(MockResponse(200))
+        fast_client.get(origin + found)
+    for found, target in CRAWLED_TARGETS:
+        line = server.take_request().raw_head.split(b"\r\n", 1)[0]
+        assert line == b"GET " + target.encode("ascii") + b" HTTP/1.1", found
+
+
+def test_client_request_target_after_a_redirect_and_for_an_idna_host(server: MockServer) -> None:
+    server.enqueue(MockResponse(302, headers={"Location": "/to?data[0]=a|b&c=\\d"}), MockResponse(200))
+    server.enqueue(MockResponse(200))
+    dns = FakeDns({"xn--bcher-kva.example": ["127.0.0.1"]})
+    with make_fast_client(dns=dns) as client:
+        client.get(server.url("/from?x=[1]"))
+        client.get(f"http://b\u00fccher.example:{server.port}/p\u00e4th/[x]?q=\u00fc|[y]#frag")
+    first, redirected, idna = server.take_request(), server.take_request(), server.take_request()
+    assert (first.target, redirected.target) == ("/from?x=[1]", "/to?data[0]=a|b&c=\\d")
+    assert idna.target == "/p%C3%A4th/[x]?q=%C3%BC|[y]"
+    assert idna.header("host") == f"xn--bcher-kva.example:{server.port}" and dns.lookups == [
+        "xn--bcher-kva.example"
+    ]
 
 
 @pytest.mark.parametrize("method", ["post", "put", "patch"])

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import enum
+
 import pytest
+from conftest import Twins
 
 import fastnet
+
+
+class Plain(str):
+    pass
+
+
+class Field(enum.StrEnum):
+    TRACE = "X-Trace"
+
+
+class OldField(str, enum.Enum):  # str() and format() give "OldField.KEY", not its characters
+    KEY = "X-Key"
 
 
 def test_headers_empty() -> None:
@@ -127,3 +142,21 @@ def test_headers_public_name_is_the_units_type() -> None:
     import fastnet.headers
 
     assert fastnet.Headers is fastnet.headers.Headers
+
+
+def test_headers_str_subclass_names_and_values_become_plain_str(twins: Twins) -> None:
+    headers = twins("fastnet.headers")
+    h = headers.Headers([(Field.TRACE, Plain("t1")), (OldField.KEY, OldField.KEY), (Plain("Accept"), b"x/y")])
+    assert h.items() == [("X-Trace", "t1"), ("X-Key", "X-Key"), ("Accept", "x/y")]
+    assert all(type(name) is str and type(value) is str for name, value in h.items())
+    assert h.to_wire() == b"X-Trace: t1\r\nX-Key: X-Key\r\nAccept: x/y\r\n"
+    assert h.get(Field.TRACE) == "t1" and h[Plain("accept")] == "x/y" and OldField.KEY in h
+    assert h.get_all(Plain("X-KEY")) == ["X-Key"]
+    changed = h.set(Plain("x-trace"), Field.TRACE).add(OldField.KEY, Plain("2")).remove(Plain("accept"))
+    assert changed.to_wire() == b"x-trace: X-Trace\r\nX-Key: X-Key\r\nX-Key: 2\r\n"
+    assert headers.check_name(OldField.KEY) == "X-Key" and type(headers.check_name(Plain("A"))) is str
+    assert headers.check_value(Plain("A"), Plain(" v ")) == "v"
+    with pytest.raises(TypeError, match="header name must be a str"):
+        headers.Headers([(b"X-A", "v")])
+    with pytest.raises(ValueError, match="header name"):
+        headers.Headers([(Plain("X A"), "v")])

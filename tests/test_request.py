@@ -3,16 +3,30 @@ MockServer where I/O is involved."""
 
 from __future__ import annotations
 
+import enum
 import io
 import json
 
 import pytest
-from conftest import make_fast_client
+from conftest import Twins, make_fast_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
 
 pytestmark = pytest.mark.both_clients
+
+
+class Plain(str):
+    pass
+
+
+class Method(enum.StrEnum):
+    GET = "GET"
+    PURGE = "PURGE"
+
+
+class Field(enum.StrEnum):
+    TRACE = "X-Trace"
 
 
 def test_request_fields_and_defaults() -> None:
@@ -90,6 +104,48 @@ def test_request_json() -> None:
     assert r.headers["content-type"] == "application/json"
     with pytest.raises(ValueError, match="json"):
         fastnet.Request("POST", "http://h/", body=b"x", json={"a": 1})
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_request_json_refuses_nan_and_infinity(value: float) -> None:
+    for payload in (value, {"a": [1, value]}):
+        with pytest.raises(ValueError, match="json=.*NaN and Infinity"):
+            fastnet.Request("POST", "http://h/", json=payload)
+
+
+def test_request_json_nan_refused_before_sending(server: MockServer, fast_client: fastnet.Client) -> None:
+    with pytest.raises(ValueError, match="json="):
+        fast_client.post(server.url("/"), json={"x": float("nan")})
+    with pytest.raises(ValueError, match="json="):
+        fast_client.request("PUT", server.url("/"), json=[float("inf")], params={"a": "1"})
+    with pytest.raises(ValueError, match="json="):
+        fast_client.stream("POST", server.url("/"), json=-float("inf")).close()
+    assert server.request_count == 0 and server.connection_count == 0
+
+
+def test_request_str_subclass_method_url_and_headers_become_plain_str(twins: Twins) -> None:
+    request = twins("fastnet.request")
+    for method, expected in ((Method.GET, "GET"), (Method.PURGE, "PURGE"), (Plain("post"), "POST")):
+        r = request.Request(method, Plain("http://h/x"), headers={Field.TRACE: Plain("1")})
+        assert r.method == expected and type(r.method) is str and str(r.url) == "http://h/x"
+        assert r.headers.items() == [("X-Trace", "1")] and type(r.headers.items()[0][0]) is str
+    replaced = request.Request("GET", "http://h/").replace(method=Method.PURGE)
+    assert replaced.method == "PURGE" and type(replaced.method) is str
+    assert type(request.check_method(Plain("purge"))) is str
+
+
+def test_request_str_subclass_method_and_headers_on_the_wire(
+    server: MockServer, fast_client: fastnet.Client
+) -> None:
+    for _ in range(3):
+        server.enqueue(MockResponse(200))
+    url = Plain(server.url("/s"))
+    assert fast_client.request(Method.GET, url).request.method == "GET"  # type: ignore[union-attr]
+    fast_client.request(Method.PURGE, url, headers={Field.TRACE: Plain("2")})
+    fast_client.get(url, headers=[(Plain("X-Plain"), Field.TRACE)])
+    recs = [server.take_request() for _ in range(3)]
+    assert [r.method for r in recs] == ["GET", "PURGE", "GET"]
+    assert recs[1].header("X-Trace") == "2" and recs[2].header("X-Plain") == "X-Trace"
 
 
 def test_request_header_injection_rejected_before_sending(

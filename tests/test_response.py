@@ -8,7 +8,7 @@ import gzip
 import io
 
 import pytest
-from conftest import make_fast_client
+from conftest import Twins, make_fast_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
@@ -27,6 +27,20 @@ def test_response_built_by_hand() -> None:
     assert list(r.iter_bytes(2)) == [b"ca", b"f\xe9"]
     with pytest.raises(ValueError, match="status_code"):
         fastnet.Response(42)
+
+
+def test_response_str_subclass_reason_protocol_and_headers(twins: Twins) -> None:
+    class Plain(str):
+        pass
+
+    response = twins("fastnet.response")
+    r = response.Response(
+        200, headers={Plain("X-A"): Plain("1")}, reason=Plain("Fine"), protocol=Plain("HTTP/1.0")
+    )
+    assert (r.reason, r.protocol, r.headers.items()) == ("Fine", "HTTP/1.0", [("X-A", "1")])
+    assert type(r.reason) is str and type(r.protocol) is str and r.header(Plain("x-a")) == "1"
+    with pytest.raises(TypeError, match="reason must be a str"):
+        response.Response(200, reason=b"OK")
 
 
 def test_response_json_and_text(server: MockServer, fast_client: fastnet.Client) -> None:

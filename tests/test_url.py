@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from wire import CRAWLED_TARGETS
 
 import fastnet
 
@@ -73,6 +74,26 @@ def test_url_path_and_query_percent_encoded() -> None:
     u = fastnet.URL("http://h/a b/ü?q=a b")
     assert u.path == "/a%20b/%C3%BC" and u.query == "q=a%20b"
     assert fastnet.URL("http://h/a%20b").path == "/a%20b"  # not encoded twice
+
+
+@pytest.mark.parametrize("found, target", CRAWLED_TARGETS)
+def test_url_target_encoded_only_where_whatwg_does(found: str, target: str) -> None:
+    u = fastnet.URL("http://h" + found)
+    assert u.target == target
+    assert u.target == (u.path if u.query is None else f"{u.path}?{u.query}")
+    text = str(u)
+    assert text.startswith("http://h" + target) and text.isascii()
+    assert fastnet.URL(text) == u and fastnet.URL(text).target == target  # encoding it again changes nothing
+    if found.startswith("/"):  # the same as a Location header
+        assert fastnet.URL("http://h/dir/page").resolve(found).target == target
+
+
+def test_url_fragment_encoded_as_whatwg_does_and_backslash_kept_after_the_path() -> None:
+    u = fastnet.URL("http:\\\\H\\a\\b?q=\\x#f r`ag\\")
+    assert (u.host, u.path, u.query, u.fragment) == ("h", "/a/b", "q=\\x", "f%20r%60ag\\")
+    assert str(u) == "http://h/a/b?q=\\x#f%20r%60ag\\" and u.target == "/a/b?q=\\x"
+    assert fastnet.URL("http://h/d/p").resolve("..\\x\\y?z=\\w#\\v").target == "/x/y?z=\\w"
+    assert fastnet.URL("http://h/p?a=1").replace(query="b=[1]|2 3").target == "/p?b=[1]|2%203"
 
 
 def test_url_dot_segments_removed() -> None:

@@ -48,7 +48,7 @@ cpdef RealCall new_call(ClientCore client, Request request)
 
 
 @cython.locals(req=Request, call=RealCall, response=Response, cache=dict)
-cpdef Response request(ClientCore client, str method, object url, object headers=*, object body=*,
+cpdef Response request(ClientCore client, object method, object url, object headers=*, object body=*,
                        object json=*, object proxy=*, object params=*, object data=*, object files=*,
                        object auth=*, object timeout=*, object follow_redirects=*, object cookies=*,
                        bint stream=*)

@@ -344,7 +344,8 @@ def request(
         )
         return response
     req = None
-    if headers is None and body is None and json is None and method in KNOWN_METHODS:
+    # a str subclass (an enum.StrEnum member) takes the long way: Request makes it a plain str
+    if headers is None and body is None and json is None and type(method) is str and method in KNOWN_METHODS:
         cache = _URL_CACHE
         cached = cache.get(url) if isinstance(url, str) else None
         if cached is not None:  # a cached URL carries no credentials

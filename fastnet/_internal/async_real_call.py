@@ -229,7 +229,8 @@ async def request(
     """Build, execute and (unless ``stream``) read a request without options: what ``AsyncClient.request``
     runs (one with options goes to the client's factory)."""
     req = None
-    if headers is None and body is None and json is None and method in KNOWN_METHODS:
+    # a str subclass (an enum.StrEnum member) takes the long way: Request makes it a plain str
+    if headers is None and body is None and json is None and type(method) is str and method in KNOWN_METHODS:
         cached = _URL_CACHE.get(url) if isinstance(url, str) else None
         if cached is not None:  # a cached URL carries no credentials
             if proxy is not None and not isinstance(proxy, Proxy):

@@ -264,20 +264,33 @@ class FastnetSession:
                 base_url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
             base_url = base_url.rstrip("/")
         self.base_url = base_url or ""
+        try:  # where the host URL's credentials may go: its own origin only
+            self._origin = fastnet.URL(base_url).origin_key if base_url else None
+        except ValueError:
+            self._origin = None
         self.cookie_jar = fastnet.MemoryCookieJar()
         self.client = client.with_options(cookie_jar=self.cookie_jar)
         self._no_redirects: fastnet.Client | None = None
         self._default_headers = list((default_headers or {}).items())
         self._fire = request_event.fire
-        self._urls: dict[str, str] = {}
+        self._urls: dict[str, tuple[str, bool]] = {}
 
-    def _build_url(self, path: str) -> str:
-        url = self._urls.get(path)
-        if url is None:
-            url = path if path.startswith(("http://", "https://")) else self.base_url + path
+    def _build_url(self, path: str) -> tuple[str, bool]:
+        """The URL for ``path``, and whether it is on the host's origin (where the credentials of the host
+        URL are sent). A path always stays under the host: ``"@b/x"`` or ``".b/x"`` is never host ``b``."""
+        known = self._urls.get(path)
+        if known is None:
+            if path.startswith(("http://", "https://")):
+                try:
+                    home = fastnet.URL(path).origin_key == self._origin
+                except ValueError:
+                    home = False  # the request reports the bad URL
+                known = (path, home)
+            else:
+                known = (self.base_url + (path if path[:1] in ("", "/", "?", "#") else "/" + path), True)
             if len(self._urls) < 10_000:
-                self._urls[path] = url
-        return url
+                self._urls[path] = known
+        return known
 
     @contextmanager
     def rename_request(self, name: str) -> Generator[None, None, None]:
@@ -309,7 +322,7 @@ class FastnetSession:
             raise TypeError(f"unexpected arguments for a FastnetUser request: {', '.join(kwargs)}")
         if self.request_name and not name:
             name = self.request_name
-        full_url = self._build_url(url)
+        full_url, home = self._build_url(url)
         if params:
             full_url += ("&" if "?" in full_url else "?") + (
                 params if isinstance(params, str) else urlencode(params, doseq=True)
@@ -328,7 +341,7 @@ class FastnetSession:
             present = {name_.lower() for name_, _ in items}
             if auth:
                 items.append(("Authorization", _basic(str(auth[0]), str(auth[1]))))
-            elif self.auth_header and "authorization" not in present:
+            elif self.auth_header and home and "authorization" not in present:
                 items.append(("Authorization", self.auth_header))
             if data is not None:
                 if isinstance(data, dict):
@@ -338,7 +351,7 @@ class FastnetSession:
                 else:
                     body = data.encode("utf-8") if isinstance(data, str) else data
             elif json is not None:
-                body = _json.dumps(json).encode("utf-8")
+                body = _json.dumps(json, allow_nan=False).encode("utf-8")  # NaN is no JSON: ValueError
                 if "content-type" not in present:
                     items.append(("Content-Type", "application/json"))
                 if "accept" not in present:

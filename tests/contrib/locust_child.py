@@ -184,7 +184,7 @@ def run_overlap(engine: str, url: str, users: int, timeout: float = 10.0) -> dic
     return {"requests": len(intervals), "done": len(done), "errors": errors[:5], "wall": wall, "peak": peak}
 
 
-def run_api(base: str) -> dict[str, Any]:
+def run_api(base: str, elsewhere: str) -> dict[str, Any]:
     """FastnetUser's API as a locustfile uses it: catch_response, name=, rename_request, rest(), json=,
     cookies, allow_redirects, credentials in the host URL. ``base`` answers by path (see the test)."""
     from locust.env import Environment
@@ -211,11 +211,18 @@ def run_api(base: str) -> dict[str, Any]:
     with user.rest("GET", "/json") as r:
         out["js"] = r.js
     user.client.post("/echo", json={"a": 1})
+    try:  # NaN is no JSON: refused before anything is sent (no request event)
+        user.client.post("/echo", json={"a": float("nan")})
+    except ValueError as exc:
+        out["nan_refused"] = str(exc)
     user.client.get("/set-cookie")
     user.client.get("/needs-cookie")
     other.client.get("/needs-cookie")  # another user: its own jar
     out["redirect_status"] = user.client.get("/redirect", allow_redirects=False).status_code
     out["followed_status"] = user.client.get("/redirect").status_code
+    # the host URL's credentials go to its origin only, and a path never leaves it
+    user.client.get(elsewhere + "/elsewhere")
+    user.client.get("@" + elsewhere.split("://", 1)[1] + "/ok")
     out["events"] = [
         {"name": e["name"], "exception": None if e["exception"] is None else repr(e["exception"])}
         for e in events
@@ -264,7 +271,7 @@ def main() -> None:
             sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]) if len(sys.argv) > 5 else 10.0
         )
     elif mode == "api":
-        result = run_api(sys.argv[2])
+        result = run_api(sys.argv[2], sys.argv[3])
     elif mode == "gevent-idle":
         result = run_gevent_idle(sys.argv[2])
     elif mode == "gevent-late":

@@ -215,12 +215,12 @@ def test_table(table: tuple[str, dict[str, Any]], case: Case, servers: Servers) 
 
 
 def test_fastnet_user_api() -> None:
-    with MockServer() as server:
+    with MockServer() as server, MockServer() as other:
         seen: list[Any] = []
 
         def answer(request: Any) -> MockResponse:
             seen.append(request)
-            if request.path == "/ok":
+            if request.path.endswith("/ok"):  # "/@host:port/ok" too
                 return MockResponse(200, body=b"ok")
             if request.path == "/json":
                 return MockResponse(200, headers={"Content-Type": "application/json"}, body=b'{"a": 1}')
@@ -235,7 +235,9 @@ def test_fastnet_user_api() -> None:
             return MockResponse(404)
 
         server.dispatcher = answer
-        result = child("api", server.url(""))
+        other.enqueue(MockResponse(200))
+        there = other.url("").rstrip("/")
+        result = child("api", server.url(""), there)
     names = [e["name"] for e in result["events"]]
     assert names == [
         "/missing",
@@ -248,12 +250,15 @@ def test_fastnet_user_api() -> None:
         "/needs-cookie",
         "/redirect",
         "/redirect",
+        there + "/elsewhere",
+        "@" + there.split("://", 1)[1] + "/ok",
     ]
     exceptions = [e["exception"] for e in result["events"]]
     assert exceptions[0] is None and result["missing_status"] == 404  # success() overrides the 404
     assert exceptions[1] == "CatchResponseError('not what I wanted')"
     assert all(e is None for e in exceptions[2:]), exceptions
     assert result["js"] == {"a": 1}
+    assert "not JSON compliant" in result.get("nan_refused", "")
     by_path = {r.path: r for r in seen}
     assert (
         by_path["/echo"].header("Content-Type") == "application/json" and by_path["/echo"].body == b'{"a": 1}'
@@ -262,6 +267,10 @@ def test_fastnet_user_api() -> None:
     assert cookies == ["sid=7", None]  # one jar per user
     assert all(r.header("Authorization") == "Basic YWxpY2U6czNjcmV0" for r in seen)  # from the host URL
     assert result["redirect_status"] == 302 and result["followed_status"] == 200
+    # the host URL's credentials stay on its origin; a path that looks like user-info stays a path
+    elsewhere = other.take_request()
+    assert elsewhere.path == "/elsewhere" and elsewhere.header("Authorization") is None
+    assert other.request_count == 1 and seen[-1].path == "/@" + there.split("://", 1)[1] + "/ok"
 
 
 # ------------------------------------------------------------------------------------ gevent
