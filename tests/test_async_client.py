@@ -434,6 +434,35 @@ def test_cancelled_backoff_sleep(run: Any, server: MockServer) -> None:
 # -- many calls ------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("how", ["stream", "aiter_bytes"])
+def test_a_collected_response_wakes_the_call_waiting_for_its_slot(
+    run: Any, server: MockServer, how: str
+) -> None:
+    # the finalizer of a response nobody closed (dropped, or its iteration abandoned) frees the only
+    # slot while another task waits for it: the wake reaches the loop, and that task goes on at once
+    server.default_response = MockResponse(200, body=b"x" * 200_000)
+
+    async def main() -> None:
+        pool = fastnet.ConnectionPool(max_connections_per_host=1)
+        async with new_client(connection_pool=pool, call_timeout=5) as client:
+            held = await client.stream("GET", server.url("/"))
+            chunks = held.aiter_bytes()
+            if how == "aiter_bytes":
+                assert await chunks.__anext__()
+            waiter = asyncio.ensure_future(client.get(server.url("/")))
+            real = pool._asyncio_real()
+            for _ in range(500):  # until it waits for the slot (5 s at most)
+                if "127.0.0.1" in real.waiters:
+                    break
+                await asyncio.sleep(0.01)
+            assert real.waiters["127.0.0.1"].parked == 1
+            del held, chunks
+            gc.collect()
+            assert (await waiter).status_code == 200  # before, PoolTimeout/CallTimeout after 5 s
+
+    run(main())
+
+
 def test_map_results_errors_and_order(run: Any, server: MockServer) -> None:
     server.dispatcher = lambda request: MockResponse(body=request.path.encode())
 
