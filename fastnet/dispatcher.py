@@ -27,8 +27,9 @@ has not started cancels the call (its callback still hears ``on_failure``); once
 future cannot be canceled, as any ``concurrent.futures`` future: ``call.cancel()`` stops it. A callback
 that raises is logged and changes nothing else.
 
-The default executor is a pool of daemon threads made on demand (one per running call at most, so it
-is sized for waiting on I/O, not for CPUs) whose idle threads end after a minute.
+The default executor is a pool of daemon threads made on demand, never more than ``max_requests`` (one
+per running call, so it is sized for waiting on I/O, not for CPUs), whose idle threads end after a
+minute.
 
 >>> dispatcher = fastnet.Dispatcher(max_requests=128, max_requests_per_host=16)
 >>> client = fastnet.Client(dispatcher=dispatcher)
@@ -136,7 +137,10 @@ class Dispatcher:
         checked = _limit("max_requests", value)
         with self._lock:
             self._max_requests = checked
+            pool = self._own_executor
             start = self._promote_locked()
+        if pool is not None:
+            pool.set_max_threads(checked)
         self._submit_all(start)
 
     @property
@@ -330,7 +334,7 @@ class Dispatcher:
             with self._lock:
                 pool = self._own_executor
                 if pool is None:
-                    pool = self._own_executor = _ThreadPool("fastnet-dispatcher")
+                    pool = self._own_executor = _ThreadPool("fastnet-dispatcher", self._max_requests)
         return pool
 
     def _run(self, job: _AsyncCall) -> None:
@@ -432,21 +436,30 @@ def _limit(name: str, value: object) -> int:
 
 
 class _ThreadPool(Executor):
-    """Daemon threads made on demand, each running one task at a time; idle ones end after a minute.
-    The dispatcher bounds how many tasks run at once, so this never needs a bound of its own.
+    """Daemon threads made on demand, never more than ``max_threads`` (the dispatcher's ``max_requests``),
+    each running one task at a time; idle ones end after a minute, and so do those past a lowered bound.
 
-    A new thread starts unless the idle threads outnumber the queued tasks; each idle thread counts
-    itself while it waits, so a thread ending on its idle timeout can never leave a task unclaimed.
+    A task goes to an idle thread when one waits (each idle thread counts itself while it waits, so a
+    thread ending on its idle timeout can never leave a task unclaimed); else a new thread starts while
+    there are fewer than ``max_threads``; else it waits for a busy thread to come back. The dispatcher
+    submits a call only into a free slot, so such a thread is one whose call just ended.
     ``run_soon`` is ``submit`` without a Future (the dispatcher keeps its own)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, max_threads: int) -> None:
         self._name = name
         self._lock = threading.Lock()
         self._tasks: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
         self._idle = 0
-        self._count = 0
+        self._threads = 0  # alive
+        self._made = 0  # ever made (their names)
+        self._max_threads = max_threads
         self._wake = threading.Condition(self._lock)
         self._shut_down = False
+
+    def set_max_threads(self, value: int) -> None:
+        with self._lock:
+            self._max_threads = value
+            self._wake.notify_all()  # idle threads past the new bound end
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         future: Future[Any] = Future()
@@ -468,18 +481,21 @@ class _ThreadPool(Executor):
             if self._shut_down:
                 raise RuntimeError("cannot schedule new calls after shutdown")
             self._tasks.append((fn, args))
-            if self._idle >= len(self._tasks):
+            if self._idle >= len(self._tasks) or self._threads >= self._max_threads:
                 self._wake.notify()
                 return
-            self._count += 1
-            number = self._count
+            self._threads += 1
+            self._made += 1
+            number = self._made
         threading.Thread(target=self._work, name=f"{self._name}-{number}", daemon=True).start()
 
     def _work(self) -> None:
         while True:
             with self._lock:
                 while not self._tasks:
-                    if self._shut_down:
+                    # a thread stops counting itself in the same critical section as it decides to end
+                    if self._shut_down or self._threads > self._max_threads:
+                        self._threads -= 1
                         return
                     self._idle += 1
                     try:
@@ -487,6 +503,7 @@ class _ThreadPool(Executor):
                     finally:
                         self._idle -= 1
                     if not woke and not self._tasks:
+                        self._threads -= 1
                         return
                 fn, args = self._tasks.popleft()
             try:

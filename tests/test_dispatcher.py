@@ -561,3 +561,26 @@ def test_dispatcher_threads_are_reused_and_named(server: MockServer) -> None:
             time.sleep(0.02)  # the thread that ran it goes back to waiting for work
     assert names and all(name.startswith("fastnet-dispatcher-") for name in names)
     assert len(names) < 10  # one call at a time here: an idle thread takes the next one
+
+
+def _dispatcher_threads() -> int:
+    return sum(1 for t in threading.enumerate() if t.name.startswith("fastnet-dispatcher-"))
+
+
+def test_dispatcher_never_runs_more_threads_than_max_requests(
+    server: MockServer, held: HoldingServer
+) -> None:
+    server.default_response = MockResponse(200, body=b"ok")
+    before = _dispatcher_threads()  # idle threads of earlier tests' dispatchers, ending on their own
+    dispatcher = fastnet.Dispatcher(max_requests=16, max_requests_per_host=16)
+    with make_fast_client(dispatcher=dispatcher) as client:
+        # churn: each ending call promotes the next from its own thread, before that thread is idle
+        assert results([enqueue(client, server.url("/")) for _ in range(300)]) == [b"ok"] * 300
+        futures = [enqueue(client, held.url(f"/{i}")) for i in range(20)]
+        held.wait_for(16)
+        assert dispatcher.running_calls_count() == 16 and dispatcher.queued_calls_count() == 4
+        assert _dispatcher_threads() - before <= 16
+        dispatcher.max_requests = 4  # a lower bound: the threads past it end once idle
+        held.release_all()
+        assert len(results(futures)) == 20
+        wait_until(lambda: _dispatcher_threads() - before <= 4)
