@@ -29,7 +29,7 @@ that raises is logged and changes nothing else.
 
 The default executor is a pool of daemon threads made on demand, never more than ``max_requests`` (one
 per running call, so it is sized for waiting on I/O, not for CPUs), whose idle threads end after a
-minute.
+minute and hold nothing of the calls they ran.
 
 >>> dispatcher = fastnet.Dispatcher(max_requests=128, max_requests_per_host=16)
 >>> client = fastnet.Client(dispatcher=dispatcher)
@@ -442,7 +442,8 @@ class _ThreadPool(Executor):
     A task goes to an idle thread when one waits (each idle thread counts itself while it waits, so a
     thread ending on its idle timeout can never leave a task unclaimed); else a new thread starts while
     there are fewer than ``max_threads``; else it waits for a busy thread to come back. The dispatcher
-    submits a call only into a free slot, so such a thread is one whose call just ended.
+    submits a call only into a free slot, so such a thread is one whose call just ended. A thread keeps no
+    reference to a task it ran: a finished call, its future and its response belong to the caller alone.
     ``run_soon`` is ``submit`` without a Future (the dispatcher keeps its own)."""
 
     def __init__(self, name: str, max_threads: int) -> None:
@@ -510,6 +511,7 @@ class _ThreadPool(Executor):
                 fn(*args)
             except BaseException:  # noqa: BLE001 - one task's failure must not end the thread
                 _log.exception("fastnet: a dispatcher task raised")
+            del fn, args  # nothing of the job stays referenced while this thread waits for work
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._lock:

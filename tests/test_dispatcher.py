@@ -8,10 +8,12 @@ requests reached the network, in order.
 from __future__ import annotations
 
 import concurrent.futures
+import gc
 import logging
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import Any
@@ -584,3 +586,26 @@ def test_dispatcher_never_runs_more_threads_than_max_requests(
         held.release_all()
         assert len(results(futures)) == 20
         wait_until(lambda: _dispatcher_threads() - before <= 4)
+
+
+def test_dispatcher_threads_keep_nothing_of_a_finished_call(server: MockServer) -> None:
+    server.default_response = MockResponse(200, body=b"x" * 1_000_000)
+    dispatcher = fastnet.Dispatcher(max_requests=4)
+    with make_fast_client(dispatcher=dispatcher) as client:
+        futures = [enqueue(client, server.url(f"/{i}")) for i in range(4)]
+        responses = [weakref.ref(future.result(10)) for future in futures]
+        assert all(len(r().content) == 1_000_000 for r in responses)  # type: ignore[union-attr]
+        del futures  # and with them the responses: the idle threads must not keep them (60 s before)
+        wait_until(lambda: gc.collect() >= 0 and all(r() is None for r in responses))
+
+
+def test_dispatcher_dropped_stream_response_frees_its_connection_slot(server: MockServer) -> None:
+    server.default_response = MockResponse(200, body=b"x" * 200_000)
+    pool = fastnet.ConnectionPool(max_connections_per_host=1)
+    with make_fast_client(connection_pool=pool, call_timeout=5) as client:
+        future = enqueue(client, server.url("/"), stream=True)
+        assert future.result(10).status_code == 200
+        del future  # the response is never read nor closed
+        gc.collect()
+        # whenever the dispatcher's thread lets go of it, its slot is freed and this call goes on
+        assert client.get(server.url("/")).status_code == 200  # before, PoolTimeout after 5 s
