@@ -484,6 +484,34 @@ def test_map_results_errors_and_order(run: Any, server: MockServer) -> None:
     run(main())
 
 
+def test_map_starts_worker_tasks_as_the_input_needs_them(run: Any, server: MockServer) -> None:
+    server.default_response = MockResponse(body=b"ok")
+    workers = 0
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **options: Any) -> asyncio.Task[Any]:
+        nonlocal workers
+        if getattr(coro, "__qualname__", "") == "_Run._work":
+            workers += 1
+        return asyncio.Task(coro, loop=loop, **options)
+
+    async def urls(n: int) -> AsyncIterator[str]:
+        for _ in range(n):
+            yield server.url("/")
+
+    async def main() -> None:
+        nonlocal workers
+        asyncio.get_running_loop().set_task_factory(counting)
+        async with new_client() as client:
+            for items in ([server.url("/")], urls(1), urls(3)):
+                workers = 0
+                got = [r async for _, r in client.map(items, max_in_flight=200_000)]
+                assert [r.content for r in got] == [b"ok"] * len(got)  # type: ignore[union-attr]
+                assert workers <= len(got) + 1  # one per item taken, and one that found the end
+            assert pool_clean(client)
+
+    run(main())
+
+
 def test_leaving_map_early_cancels_what_is_in_flight(run: Any, server: MockServer) -> None:
     def answer(request: Any) -> MockResponse:
         if request.path == "/0":
