@@ -14,13 +14,19 @@ runs on the executor's thread; when it finishes, its slot frees and promotion ru
 limit promotes at once. The host is the request URL's host name as the call started (port and scheme
 ignored; redirects do not change it).
 
-Calls run with ``execute()`` are never queued and not counted: they run on the caller's thread.
+Calls run with ``execute()`` (``client.get()`` and the like) run on the caller's thread, never queued and
+outside the limits (they take no slot), but, as in OkHttp, the dispatcher counts them among its running
+calls until ``execute()`` returns: ``running_calls()`` lists them, ``cancel_all()`` cancels them and the
+idle callback waits for them. A dispatcher counts them once a program can see it: from the start when it
+was given to the client, and for a client's own default one from the first read of ``client.dispatcher``
+(a call already running then is not counted). Until then the client's calls skip it at the cost of one
+test, so the default dispatcher of a client that never looks at it costs ``execute()`` nothing.
 
 A call that has to wait reports ``dispatcher_queue_start`` before it joins the ready queue (so no other
 thread can start it, and report ``dispatcher_queue_end``, before that) and ``dispatcher_queue_end``
 when it starts or is failed unstarted; its ``call_timeout`` starts when it runs (the wait is not part
 of the call), and ``response.timings.queue`` is how long it waited. ``idle_callback`` runs whenever the
-last running call finishes (after its callback) and none is waiting.
+last running call (enqueued or executed) finishes (after its callback) and none is waiting.
 
 The future of an enqueued call resolves after the callback returned. ``future.cancel()`` of a call that
 has not started cancels the call (its callback still hears ``on_failure``); once the call runs, its
@@ -42,6 +48,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, InvalidStateError
@@ -51,6 +58,7 @@ from fastnet._internal.clock import monotonic
 from fastnet.exceptions import CanceledError
 
 if TYPE_CHECKING:
+    from fastnet._internal.client_core import ClientCore
     from fastnet._internal.real_call import RealCall
     from fastnet.response import Response
 
@@ -123,8 +131,34 @@ class Dispatcher:
         self._waiting_per_host: dict[str, int] = {}  # calls in the ready queue per host
         self._shut_down = False
         self._waiting_for_running = 0
+        self._running_sync: dict[RealCall, None] = {}  # execute() calls running now (in no limit)
+        self._observed = True  # made by the program: it counts execute() calls from the start
+        self._cores: weakref.WeakSet[ClientCore] = weakref.WeakSet()  # the clients using it
         #: Called (with no arguments) whenever the last running call finishes and none is waiting.
         self.idle_callback: Callable[[], object] | None = None
+
+    @classmethod
+    def _unobserved(cls) -> Dispatcher:
+        """A client's own default dispatcher: nobody sees it until ``client.dispatcher`` is read."""
+        dispatcher = cls()
+        dispatcher._observed = False
+        return dispatcher
+
+    def _attach(self, core: ClientCore) -> None:
+        """A client uses this dispatcher: its ``execute()`` calls are counted once it is observed."""
+        with self._lock:
+            self._cores.add(core)
+            if self._observed:
+                core.sync_dispatcher = self
+
+    def _observe(self) -> None:
+        """The program can see this dispatcher now: count the ``execute()`` calls of every client using it."""
+        if self._observed:
+            return
+        with self._lock:
+            self._observed = True
+            for core in self._cores:
+                core.sync_dispatcher = self
 
     # -- limits ---------------------------------------------------------------------------------
 
@@ -196,9 +230,9 @@ class Dispatcher:
             return [job.call for job in self._ready]
 
     def running_calls(self) -> list[RealCall]:
-        """The enqueued calls running now (``execute()`` calls are not counted)."""
+        """The calls running now: the enqueued ones, then those running in ``execute()``."""
         with self._lock:
-            return [job.call for job in self._running]
+            return [job.call for job in self._running] + list(self._running_sync)
 
     def queued_calls_count(self) -> int:
         with self._lock:
@@ -206,16 +240,30 @@ class Dispatcher:
 
     def running_calls_count(self) -> int:
         with self._lock:
-            return len(self._running)
+            return len(self._running) + len(self._running_sync)
 
     def cancel_all(self) -> None:
-        """Cancel every queued and running enqueued call. A running one fails at once (its socket is
-        shut down); a queued one keeps its place and fails with ``CanceledError``, without touching the
-        network, when its turn comes."""
+        """Cancel every queued and running call, ``execute()`` calls included. A running one fails at once
+        (its socket is shut down); a queued one keeps its place and fails with ``CanceledError``, without
+        touching the network, when its turn comes."""
         with self._lock:
-            jobs = list(self._ready) + list(self._running)
-        for job in jobs:
-            job.call.cancel()
+            calls = [job.call for job in self._ready] + [job.call for job in self._running]
+            calls += self._running_sync
+        for call in calls:
+            call.cancel()
+
+    def _sync_started(self, call: RealCall) -> None:
+        """``execute()`` runs ``call`` (OkHttp's ``executed``): counted, in no limit."""
+        with self._lock:
+            self._running_sync[call] = None
+
+    def _sync_finished(self, call: RealCall) -> None:
+        """``execute()`` of ``call`` returned or raised (OkHttp's ``finished``)."""
+        with self._lock:
+            self._running_sync.pop(call, None)
+            idle = not self._running and not self._ready and not self._running_sync
+        if idle:
+            self._run_idle_callback()
 
     def shutdown(self, wait: bool = True) -> None:
         """Refuse new calls and fail the queued ones with ``CanceledError``; running calls finish (or
@@ -320,7 +368,7 @@ class Dispatcher:
                 for job, _ in rejected:
                     self._release_locked(job)
                 jobs = self._promote_locked()
-                idle = not self._running and not self._ready
+                idle = not self._running and not self._ready and not self._running_sync
             for job, cause in rejected:
                 error = CanceledError("executor rejected the call", url=job.call.request.url)
                 error.__cause__ = cause
@@ -406,7 +454,7 @@ class Dispatcher:
         with self._lock:
             self._release_locked(job)
             start = self._promote_locked()
-            idle = not self._running and not self._ready
+            idle = not self._running and not self._ready and not self._running_sync
         if start:
             self._submit_all(start)
         elif idle:

@@ -310,8 +310,10 @@ def test_dispatcher_a_call_runs_once() -> None:
         assert client.dispatcher.queued_calls_count() == 0
 
 
-def test_dispatcher_execute_calls_are_not_counted(held: HoldingServer) -> None:
+def test_dispatcher_execute_calls_are_counted_but_take_no_slot(held: HoldingServer) -> None:
     dispatcher = fastnet.Dispatcher(max_requests=1, max_requests_per_host=1)
+    idle = threading.Event()
+    dispatcher.idle_callback = idle.set
     with make_fast_client(dispatcher=dispatcher) as client:
         first = enqueue(client, held.url("/queued-0"))
         second = enqueue(client, held.url("/queued-1"))
@@ -320,14 +322,57 @@ def test_dispatcher_execute_calls_are_not_counted(held: HoldingServer) -> None:
         thread = threading.Thread(target=lambda: outcome.append(client.get(held.url("/executed")).content))
         thread.start()
         assert held.wait_for(2) == ["/queued-0", "/executed"]  # runs although the dispatcher is full
-        assert dispatcher.running_calls_count() == 1 and dispatcher.queued_calls_count() == 1
-        assert [c.request.url.path for c in dispatcher.running_calls()] == ["/queued-0"]
+        assert dispatcher.running_calls_count() == 2 and dispatcher.queued_calls_count() == 1
+        assert [c.request.url.path for c in dispatcher.running_calls()] == ["/queued-0", "/executed"]
+        held.release("/queued-0", "/queued-1")
+        assert results([first, second]) == [b"/queued-0", b"/queued-1"]
+        wait_until(lambda: dispatcher.running_calls_count() == 1)
+        assert not idle.wait(0.2)  # the executed call still runs: the dispatcher is not idle
         held.release("/executed")
         thread.join(10)
         assert outcome == [b"/executed"]
-        assert held.settle(0.2) == ["/queued-0", "/executed"]  # its end freed no dispatcher slot
+        assert idle.wait(10)  # its end made the dispatcher idle
+        assert dispatcher.running_calls() == []
+
+
+def test_dispatcher_cancel_all_cancels_execute_calls(held: HoldingServer) -> None:
+    dispatcher = fastnet.Dispatcher()
+    with make_fast_client(dispatcher=dispatcher, read_timeout=30) as client:
+        outcome: list[BaseException] = []
+
+        def executed() -> None:
+            try:
+                client.get(held.url("/executed"))
+            except fastnet.CanceledError as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=executed)
+        thread.start()
+        held.wait_for(1)
+        dispatcher.cancel_all()
+        thread.join(10)
+        assert len(outcome) == 1 and dispatcher.running_calls_count() == 0
+        assert_pool_clean(client)
+
+
+def test_dispatcher_default_counts_execute_calls_once_seen(held: HoldingServer) -> None:
+    with make_fast_client() as client:
+        sibling = client.with_options(read_timeout=20)
+        assert client._core.sync_dispatcher is None  # nobody has seen it: execute() skips it
+        dispatcher = sibling.dispatcher  # seen through the sibling: counts the calls of both
+        assert client._core.sync_dispatcher is dispatcher is client.dispatcher
+        threads = [
+            threading.Thread(target=lambda c=c, p=p: c.get(held.url(p)))
+            for c, p in ((client, "/a"), (sibling, "/b"))
+        ]
+        for thread in threads:
+            thread.start()
+        held.wait_for(2)
+        assert sorted(c.request.url.path for c in dispatcher.running_calls()) == ["/a", "/b"]
         held.release_all()
-        assert results([first, second]) == [b"/queued-0", b"/queued-1"]
+        for thread in threads:
+            thread.join(10)
+        assert dispatcher.running_calls_count() == 0
 
 
 # -- cancel ---------------------------------------------------------------------------------------
