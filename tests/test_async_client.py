@@ -16,6 +16,7 @@ import contextlib
 import gc
 import random
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
@@ -508,6 +509,33 @@ def test_map_starts_worker_tasks_as_the_input_needs_them(run: Any, server: MockS
                 assert [r.content for r in got] == [b"ok"] * len(got)  # type: ignore[union-attr]
                 assert workers <= len(got) + 1  # one per item taken, and one that found the end
             assert pool_clean(client)
+
+    run(main())
+
+
+def test_map_keeps_nothing_of_a_result_once_handed_over(run: Any, server: MockServer) -> None:
+    server.dispatcher = lambda request: MockResponse(body=request.path.encode())
+
+    async def main() -> None:
+        more = asyncio.Event()
+
+        async def slow_input() -> AsyncIterator[str]:
+            yield server.url("/first")
+            await more.wait()  # a worker task waits for the second item
+            yield server.url("/second")
+
+        async with new_client() as client:
+            for ordered in (False, True):
+                more.clear()
+                results = client.map(slow_input(), max_in_flight=2, ordered=ordered)
+                async with contextlib.aclosing(results):  # type: ignore[type-var]
+                    item, result = await results.__anext__()
+                    first = weakref.ref(result)
+                    del item, result
+                    gc.collect()
+                    assert first() is None  # before, the map (and the task that ran it) kept it
+                    more.set()
+                    assert [r.content async for _, r in results] == [b"/second"]  # type: ignore[union-attr]
 
     run(main())
 

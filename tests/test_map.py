@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -288,3 +290,25 @@ def test_map_starts_workers_as_the_input_needs_them(
         assert sorted(r.content for _, r in [first, *rest]) == [b"/0", b"/1", b"/2"]  # type: ignore[union-attr]
         wait_until(lambda: not map_threads())
         assert_pool_clean(client)
+
+
+def test_map_keeps_nothing_of_a_result_once_handed_over(echo: MockServer) -> None:
+    more = threading.Event()
+
+    def slow_input() -> Iterator[str]:
+        yield echo.url("/first")
+        more.wait(10)  # a worker waits inside next() for the second item
+        yield echo.url("/second")
+
+    with make_fast_client() as client:
+        for ordered in (False, True):
+            more.clear()
+            results = client.map(slow_input(), max_in_flight=2, ordered=ordered)
+            item, result = next(results)
+            first = weakref.ref(result)
+            del item, result
+            gc.collect()
+            assert first() is None  # before, the map (and the worker that ran it) kept it
+            more.set()
+            assert [r.content for _, r in results] == [b"/second"]  # type: ignore[union-attr]
+        wait_until(lambda: not map_threads())

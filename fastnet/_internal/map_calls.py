@@ -132,6 +132,7 @@ class _Run:
             with self.calls_lock:
                 self.taking += 1
             self.out.put((index, item, outcome))
+            outcome = None  # this thread keeps nothing of it while it waits for the next item
 
     def _outcome(self, index: int, item: MapItem) -> Any:
         """Run one item's request to the end of its body: the response, or the exception."""
@@ -177,20 +178,20 @@ class _Run:
                 if item is _END:
                     ended += 1
                     continue
+                # yielded straight from ``pending``: no local keeps a result once it was handed over
+                pending[index] = (item, outcome)
+                item = outcome = None
                 if not ordered:
                     self.tokens.put(None)
-                    yield item, outcome
+                    yield pending.pop(index)
                     continue
-                pending[index] = (item, outcome)
                 while expected in pending:
-                    item, outcome = pending.pop(expected)
                     expected += 1
                     self.tokens.put(None)
-                    yield item, outcome
+                    yield pending.pop(expected - 1)
             # every worker ended: the ordered buffer is empty unless an index was skipped
             for index in sorted(pending):
-                item, outcome = pending.pop(index)
-                yield item, outcome
+                yield pending.pop(index)
             if self.input_error is not None:
                 raise self.input_error
         finally:
