@@ -232,7 +232,7 @@ class Dispatcher:
     def running_calls(self) -> list[RealCall]:
         """The calls running now: the enqueued ones, then those running in ``execute()``."""
         with self._lock:
-            return [job.call for job in self._running] + list(self._running_sync)
+            return [job.call for job in self._running] + self._sync_calls()
 
     def queued_calls_count(self) -> int:
         with self._lock:
@@ -248,17 +248,25 @@ class Dispatcher:
         touching the network, when its turn comes."""
         with self._lock:
             calls = [job.call for job in self._ready] + [job.call for job in self._running]
-            calls += self._running_sync
+            calls += self._sync_calls()
         for call in calls:
             call.cancel()
 
-    def _sync_started(self, call: RealCall) -> None:
-        """``execute()`` runs ``call`` (OkHttp's ``executed``): counted, in no limit."""
-        with self._lock:
-            self._running_sync[call] = None
+    def _sync_calls(self) -> list[RealCall]:
+        """The ``execute()`` calls running now. Their dict changes without the lock, one atomic step at a
+        time; should a finalizer run during the copy and let another thread change it, copy again."""
+        for _ in range(100):
+            try:
+                return list(self._running_sync)
+            except RuntimeError:  # dictionary changed size during iteration
+                pass
+        return []
 
     def _sync_finished(self, call: RealCall) -> None:
-        """``execute()`` of ``call`` returned or raised (OkHttp's ``finished``)."""
+        """``execute()`` of ``call`` returned or raised, and an idle callback is set (OkHttp's ``finished``).
+
+        ``execute()`` itself adds the call to ``_running_sync`` and, with no idle callback, takes it out
+        (OkHttp's ``executed``/``finished``): one dict operation each, atomic, without the lock."""
         with self._lock:
             self._running_sync.pop(call, None)
             idle = not self._running and not self._ready and not self._running_sync

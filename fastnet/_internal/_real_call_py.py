@@ -90,11 +90,15 @@ class RealCall(ConnectionUser):
         dispatcher = self.client.sync_dispatcher
         if dispatcher is None:  # nobody can see the client's dispatcher: nothing to tell it
             return self.run()
-        dispatcher._sync_started(self)
+        running: dict[RealCall, None] = dispatcher._running_sync  # its lock guards none of the steps
+        running[self] = None
         try:
             return self.run()
         finally:
-            dispatcher._sync_finished(self)
+            if dispatcher.idle_callback is None:
+                running.pop(self, None)
+            else:  # whether this made it idle is decided under its lock
+                dispatcher._sync_finished(self)
 
     def enqueue(self, callback: Any = None, *, stream: bool = False) -> Future[Response]:
         """Run the call on the client's dispatcher; returns a ``concurrent.futures.Future`` of the response.
