@@ -566,6 +566,8 @@ class ClientBase:
         core.sensitive_headers = frozenset(h.lower() for h in sensitive)
 
         self._dispatcher = core.dispatcher = self._choose_dispatcher(s.dispatcher, shared)
+        if core.dispatcher is not None:
+            core.dispatcher._attach(core)
 
         pool = s.connection_pool
         per_host = s.max_connections_per_host
@@ -644,7 +646,7 @@ class ClientBase:
             # a sibling shares its parent's; a new client gets its own, whose threads start on first use
             if shared is not None and shared._options.dispatcher is None:
                 return shared._dispatcher
-            return Dispatcher()
+            return Dispatcher._unobserved()
         if not isinstance(dispatcher, Dispatcher):
             raise TypeError("dispatcher must be a fastnet.Dispatcher")
         return dispatcher
@@ -803,7 +805,9 @@ class Client(ClientBase):
     @property
     def dispatcher(self) -> Dispatcher:
         """The ``fastnet.Dispatcher`` that runs this client's enqueued calls (shared with siblings)."""
-        return self._dispatcher
+        dispatcher = self._dispatcher
+        dispatcher._observe()  # from now on it counts the execute() calls too
+        return dispatcher
 
     # -- calls ----------------------------------------------------------------------------------
 

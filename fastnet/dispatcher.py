@@ -14,21 +14,28 @@ runs on the executor's thread; when it finishes, its slot frees and promotion ru
 limit promotes at once. The host is the request URL's host name as the call started (port and scheme
 ignored; redirects do not change it).
 
-Calls run with ``execute()`` are never queued and not counted: they run on the caller's thread.
+Calls run with ``execute()`` (``client.get()`` and the like) run on the caller's thread, never queued and
+outside the limits (they take no slot), but, as in OkHttp, the dispatcher counts them among its running
+calls until ``execute()`` returns: ``running_calls()`` lists them, ``cancel_all()`` cancels them and the
+idle callback waits for them. A dispatcher counts them once a program can see it: from the start when it
+was given to the client, and for a client's own default one from the first read of ``client.dispatcher``
+(a call already running then is not counted). Until then the client's calls skip it at the cost of one
+test, so the default dispatcher of a client that never looks at it costs ``execute()`` nothing.
 
 A call that has to wait reports ``dispatcher_queue_start`` before it joins the ready queue (so no other
 thread can start it, and report ``dispatcher_queue_end``, before that) and ``dispatcher_queue_end``
 when it starts or is failed unstarted; its ``call_timeout`` starts when it runs (the wait is not part
 of the call), and ``response.timings.queue`` is how long it waited. ``idle_callback`` runs whenever the
-last running call finishes (after its callback) and none is waiting.
+last running call (enqueued or executed) finishes (after its callback) and none is waiting.
 
 The future of an enqueued call resolves after the callback returned. ``future.cancel()`` of a call that
 has not started cancels the call (its callback still hears ``on_failure``); once the call runs, its
 future cannot be canceled, as any ``concurrent.futures`` future: ``call.cancel()`` stops it. A callback
 that raises is logged and changes nothing else.
 
-The default executor is a pool of daemon threads made on demand (one per running call at most, so it
-is sized for waiting on I/O, not for CPUs) whose idle threads end after a minute.
+The default executor is a pool of daemon threads made on demand, never more than ``max_requests`` (one
+per running call, so it is sized for waiting on I/O, not for CPUs), whose idle threads end after a
+minute and hold nothing of the calls they ran.
 
 >>> dispatcher = fastnet.Dispatcher(max_requests=128, max_requests_per_host=16)
 >>> client = fastnet.Client(dispatcher=dispatcher)
@@ -41,6 +48,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, InvalidStateError
@@ -50,6 +58,7 @@ from fastnet._internal.clock import monotonic
 from fastnet.exceptions import CanceledError
 
 if TYPE_CHECKING:
+    from fastnet._internal.client_core import ClientCore
     from fastnet._internal.real_call import RealCall
     from fastnet.response import Response
 
@@ -122,8 +131,34 @@ class Dispatcher:
         self._waiting_per_host: dict[str, int] = {}  # calls in the ready queue per host
         self._shut_down = False
         self._waiting_for_running = 0
+        self._running_sync: dict[RealCall, None] = {}  # execute() calls running now (in no limit)
+        self._observed = True  # made by the program: it counts execute() calls from the start
+        self._cores: weakref.WeakSet[ClientCore] = weakref.WeakSet()  # the clients using it
         #: Called (with no arguments) whenever the last running call finishes and none is waiting.
         self.idle_callback: Callable[[], object] | None = None
+
+    @classmethod
+    def _unobserved(cls) -> Dispatcher:
+        """A client's own default dispatcher: nobody sees it until ``client.dispatcher`` is read."""
+        dispatcher = cls()
+        dispatcher._observed = False
+        return dispatcher
+
+    def _attach(self, core: ClientCore) -> None:
+        """A client uses this dispatcher: its ``execute()`` calls are counted once it is observed."""
+        with self._lock:
+            self._cores.add(core)
+            if self._observed:
+                core.sync_dispatcher = self
+
+    def _observe(self) -> None:
+        """The program can see this dispatcher now: count the ``execute()`` calls of every client using it."""
+        if self._observed:
+            return
+        with self._lock:
+            self._observed = True
+            for core in self._cores:
+                core.sync_dispatcher = self
 
     # -- limits ---------------------------------------------------------------------------------
 
@@ -136,7 +171,10 @@ class Dispatcher:
         checked = _limit("max_requests", value)
         with self._lock:
             self._max_requests = checked
+            pool = self._own_executor
             start = self._promote_locked()
+        if pool is not None:
+            pool.set_max_threads(checked)
         self._submit_all(start)
 
     @property
@@ -192,9 +230,9 @@ class Dispatcher:
             return [job.call for job in self._ready]
 
     def running_calls(self) -> list[RealCall]:
-        """The enqueued calls running now (``execute()`` calls are not counted)."""
+        """The calls running now: the enqueued ones, then those running in ``execute()``."""
         with self._lock:
-            return [job.call for job in self._running]
+            return [job.call for job in self._running] + self._sync_calls()
 
     def queued_calls_count(self) -> int:
         with self._lock:
@@ -202,16 +240,38 @@ class Dispatcher:
 
     def running_calls_count(self) -> int:
         with self._lock:
-            return len(self._running)
+            return len(self._running) + len(self._running_sync)
 
     def cancel_all(self) -> None:
-        """Cancel every queued and running enqueued call. A running one fails at once (its socket is
-        shut down); a queued one keeps its place and fails with ``CanceledError``, without touching the
-        network, when its turn comes."""
+        """Cancel every queued and running call, ``execute()`` calls included. A running one fails at once
+        (its socket is shut down); a queued one keeps its place and fails with ``CanceledError``, without
+        touching the network, when its turn comes."""
         with self._lock:
-            jobs = list(self._ready) + list(self._running)
-        for job in jobs:
-            job.call.cancel()
+            calls = [job.call for job in self._ready] + [job.call for job in self._running]
+            calls += self._sync_calls()
+        for call in calls:
+            call.cancel()
+
+    def _sync_calls(self) -> list[RealCall]:
+        """The ``execute()`` calls running now. Their dict changes without the lock, one atomic step at a
+        time; should a finalizer run during the copy and let another thread change it, copy again."""
+        for _ in range(100):
+            try:
+                return list(self._running_sync)
+            except RuntimeError:  # dictionary changed size during iteration
+                pass
+        return []
+
+    def _sync_finished(self, call: RealCall) -> None:
+        """``execute()`` of ``call`` returned or raised, and an idle callback is set (OkHttp's ``finished``).
+
+        ``execute()`` itself adds the call to ``_running_sync`` and, with no idle callback, takes it out
+        (OkHttp's ``executed``/``finished``): one dict operation each, atomic, without the lock."""
+        with self._lock:
+            self._running_sync.pop(call, None)
+            idle = not self._running and not self._ready and not self._running_sync
+        if idle:
+            self._run_idle_callback()
 
     def shutdown(self, wait: bool = True) -> None:
         """Refuse new calls and fail the queued ones with ``CanceledError``; running calls finish (or
@@ -316,7 +376,7 @@ class Dispatcher:
                 for job, _ in rejected:
                     self._release_locked(job)
                 jobs = self._promote_locked()
-                idle = not self._running and not self._ready
+                idle = not self._running and not self._ready and not self._running_sync
             for job, cause in rejected:
                 error = CanceledError("executor rejected the call", url=job.call.request.url)
                 error.__cause__ = cause
@@ -330,7 +390,7 @@ class Dispatcher:
             with self._lock:
                 pool = self._own_executor
                 if pool is None:
-                    pool = self._own_executor = _ThreadPool("fastnet-dispatcher")
+                    pool = self._own_executor = _ThreadPool("fastnet-dispatcher", self._max_requests)
         return pool
 
     def _run(self, job: _AsyncCall) -> None:
@@ -402,7 +462,7 @@ class Dispatcher:
         with self._lock:
             self._release_locked(job)
             start = self._promote_locked()
-            idle = not self._running and not self._ready
+            idle = not self._running and not self._ready and not self._running_sync
         if start:
             self._submit_all(start)
         elif idle:
@@ -432,21 +492,31 @@ def _limit(name: str, value: object) -> int:
 
 
 class _ThreadPool(Executor):
-    """Daemon threads made on demand, each running one task at a time; idle ones end after a minute.
-    The dispatcher bounds how many tasks run at once, so this never needs a bound of its own.
+    """Daemon threads made on demand, never more than ``max_threads`` (the dispatcher's ``max_requests``),
+    each running one task at a time; idle ones end after a minute, and so do those past a lowered bound.
 
-    A new thread starts unless the idle threads outnumber the queued tasks; each idle thread counts
-    itself while it waits, so a thread ending on its idle timeout can never leave a task unclaimed.
+    A task goes to an idle thread when one waits (each idle thread counts itself while it waits, so a
+    thread ending on its idle timeout can never leave a task unclaimed); else a new thread starts while
+    there are fewer than ``max_threads``; else it waits for a busy thread to come back. The dispatcher
+    submits a call only into a free slot, so such a thread is one whose call just ended. A thread keeps no
+    reference to a task it ran: a finished call, its future and its response belong to the caller alone.
     ``run_soon`` is ``submit`` without a Future (the dispatcher keeps its own)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, max_threads: int) -> None:
         self._name = name
         self._lock = threading.Lock()
         self._tasks: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
         self._idle = 0
-        self._count = 0
+        self._threads = 0  # alive
+        self._made = 0  # ever made (their names)
+        self._max_threads = max_threads
         self._wake = threading.Condition(self._lock)
         self._shut_down = False
+
+    def set_max_threads(self, value: int) -> None:
+        with self._lock:
+            self._max_threads = value
+            self._wake.notify_all()  # idle threads past the new bound end
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         future: Future[Any] = Future()
@@ -468,18 +538,21 @@ class _ThreadPool(Executor):
             if self._shut_down:
                 raise RuntimeError("cannot schedule new calls after shutdown")
             self._tasks.append((fn, args))
-            if self._idle >= len(self._tasks):
+            if self._idle >= len(self._tasks) or self._threads >= self._max_threads:
                 self._wake.notify()
                 return
-            self._count += 1
-            number = self._count
+            self._threads += 1
+            self._made += 1
+            number = self._made
         threading.Thread(target=self._work, name=f"{self._name}-{number}", daemon=True).start()
 
     def _work(self) -> None:
         while True:
             with self._lock:
                 while not self._tasks:
-                    if self._shut_down:
+                    # a thread stops counting itself in the same critical section as it decides to end
+                    if self._shut_down or self._threads > self._max_threads:
+                        self._threads -= 1
                         return
                     self._idle += 1
                     try:
@@ -487,12 +560,14 @@ class _ThreadPool(Executor):
                     finally:
                         self._idle -= 1
                     if not woke and not self._tasks:
+                        self._threads -= 1
                         return
                 fn, args = self._tasks.popleft()
             try:
                 fn(*args)
             except BaseException:  # noqa: BLE001 - one task's failure must not end the thread
                 _log.exception("fastnet: a dispatcher task raised")
+            del fn, args  # nothing of the job stays referenced while this thread waits for work
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._lock:

@@ -16,6 +16,7 @@ import contextlib
 import gc
 import random
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
@@ -434,6 +435,35 @@ def test_cancelled_backoff_sleep(run: Any, server: MockServer) -> None:
 # -- many calls ------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("how", ["stream", "aiter_bytes"])
+def test_a_collected_response_wakes_the_call_waiting_for_its_slot(
+    run: Any, server: MockServer, how: str
+) -> None:
+    # the finalizer of a response nobody closed (dropped, or its iteration abandoned) frees the only
+    # slot while another task waits for it: the wake reaches the loop, and that task goes on at once
+    server.default_response = MockResponse(200, body=b"x" * 200_000)
+
+    async def main() -> None:
+        pool = fastnet.ConnectionPool(max_connections_per_host=1)
+        async with new_client(connection_pool=pool, call_timeout=5) as client:
+            held = await client.stream("GET", server.url("/"))
+            chunks = held.aiter_bytes()
+            if how == "aiter_bytes":
+                assert await chunks.__anext__()
+            waiter = asyncio.ensure_future(client.get(server.url("/")))
+            real = pool._asyncio_real()
+            for _ in range(500):  # until it waits for the slot (5 s at most)
+                if "127.0.0.1" in real.waiters:
+                    break
+                await asyncio.sleep(0.01)
+            assert real.waiters["127.0.0.1"].parked == 1
+            del held, chunks
+            gc.collect()
+            assert (await waiter).status_code == 200  # before, PoolTimeout/CallTimeout after 5 s
+
+    run(main())
+
+
 def test_map_results_errors_and_order(run: Any, server: MockServer) -> None:
     server.dispatcher = lambda request: MockResponse(body=request.path.encode())
 
@@ -467,6 +497,61 @@ def test_map_keeps_relative_urls_under_base_url(run: Any, server: MockServer) ->
 
         run(main())
         assert other.request_count == 0
+
+
+def test_map_starts_worker_tasks_as_the_input_needs_them(run: Any, server: MockServer) -> None:
+    server.default_response = MockResponse(body=b"ok")
+    workers = 0
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **options: Any) -> asyncio.Task[Any]:
+        nonlocal workers
+        if getattr(coro, "__qualname__", "") == "_Run._work":
+            workers += 1
+        return asyncio.Task(coro, loop=loop, **options)
+
+    async def urls(n: int) -> AsyncIterator[str]:
+        for _ in range(n):
+            yield server.url("/")
+
+    async def main() -> None:
+        nonlocal workers
+        asyncio.get_running_loop().set_task_factory(counting)
+        async with new_client() as client:
+            for items in ([server.url("/")], urls(1), urls(3)):
+                workers = 0
+                got = [r async for _, r in client.map(items, max_in_flight=200_000)]
+                assert [r.content for r in got] == [b"ok"] * len(got)  # type: ignore[union-attr]
+                assert workers <= len(got) + 1  # one per item taken, and one that found the end
+            assert pool_clean(client)
+
+    run(main())
+
+
+def test_map_keeps_nothing_of_a_result_once_handed_over(run: Any, server: MockServer) -> None:
+    server.dispatcher = lambda request: MockResponse(body=request.path.encode())
+
+    async def main() -> None:
+        more = asyncio.Event()
+
+        async def slow_input() -> AsyncIterator[str]:
+            yield server.url("/first")
+            await more.wait()  # a worker task waits for the second item
+            yield server.url("/second")
+
+        async with new_client() as client:
+            for ordered in (False, True):
+                more.clear()
+                results = client.map(slow_input(), max_in_flight=2, ordered=ordered)
+                async with contextlib.aclosing(results):  # type: ignore[type-var]
+                    item, result = await results.__anext__()
+                    first = weakref.ref(result)
+                    del item, result
+                    gc.collect()
+                    assert first() is None  # before, the map (and the task that ran it) kept it
+                    more.set()
+                    assert [r.content async for _, r in results] == [b"/second"]  # type: ignore[union-attr]
+
+    run(main())
 
 
 def test_leaving_map_early_cancels_what_is_in_flight(run: Any, server: MockServer) -> None:

@@ -8,10 +8,12 @@ requests reached the network, in order.
 from __future__ import annotations
 
 import concurrent.futures
+import gc
 import logging
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import Any
@@ -308,8 +310,10 @@ def test_dispatcher_a_call_runs_once() -> None:
         assert client.dispatcher.queued_calls_count() == 0
 
 
-def test_dispatcher_execute_calls_are_not_counted(held: HoldingServer) -> None:
+def test_dispatcher_execute_calls_are_counted_but_take_no_slot(held: HoldingServer) -> None:
     dispatcher = fastnet.Dispatcher(max_requests=1, max_requests_per_host=1)
+    idle = threading.Event()
+    dispatcher.idle_callback = idle.set
     with make_fast_client(dispatcher=dispatcher) as client:
         first = enqueue(client, held.url("/queued-0"))
         second = enqueue(client, held.url("/queued-1"))
@@ -318,14 +322,57 @@ def test_dispatcher_execute_calls_are_not_counted(held: HoldingServer) -> None:
         thread = threading.Thread(target=lambda: outcome.append(client.get(held.url("/executed")).content))
         thread.start()
         assert held.wait_for(2) == ["/queued-0", "/executed"]  # runs although the dispatcher is full
-        assert dispatcher.running_calls_count() == 1 and dispatcher.queued_calls_count() == 1
-        assert [c.request.url.path for c in dispatcher.running_calls()] == ["/queued-0"]
+        assert dispatcher.running_calls_count() == 2 and dispatcher.queued_calls_count() == 1
+        assert [c.request.url.path for c in dispatcher.running_calls()] == ["/queued-0", "/executed"]
+        held.release("/queued-0", "/queued-1")
+        assert results([first, second]) == [b"/queued-0", b"/queued-1"]
+        wait_until(lambda: dispatcher.running_calls_count() == 1)
+        assert not idle.wait(0.2)  # the executed call still runs: the dispatcher is not idle
         held.release("/executed")
         thread.join(10)
         assert outcome == [b"/executed"]
-        assert held.settle(0.2) == ["/queued-0", "/executed"]  # its end freed no dispatcher slot
+        assert idle.wait(10)  # its end made the dispatcher idle
+        assert dispatcher.running_calls() == []
+
+
+def test_dispatcher_cancel_all_cancels_execute_calls(held: HoldingServer) -> None:
+    dispatcher = fastnet.Dispatcher()
+    with make_fast_client(dispatcher=dispatcher, read_timeout=30) as client:
+        outcome: list[BaseException] = []
+
+        def executed() -> None:
+            try:
+                client.get(held.url("/executed"))
+            except fastnet.CanceledError as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=executed)
+        thread.start()
+        held.wait_for(1)
+        dispatcher.cancel_all()
+        thread.join(10)
+        assert len(outcome) == 1 and dispatcher.running_calls_count() == 0
+        assert_pool_clean(client)
+
+
+def test_dispatcher_default_counts_execute_calls_once_seen(held: HoldingServer) -> None:
+    with make_fast_client() as client:
+        sibling = client.with_options(read_timeout=20)
+        assert client._core.sync_dispatcher is None  # nobody has seen it: execute() skips it
+        dispatcher = sibling.dispatcher  # seen through the sibling: counts the calls of both
+        assert client._core.sync_dispatcher is dispatcher is client.dispatcher
+        threads = [
+            threading.Thread(target=lambda c=c, p=p: c.get(held.url(p)))
+            for c, p in ((client, "/a"), (sibling, "/b"))
+        ]
+        for thread in threads:
+            thread.start()
+        held.wait_for(2)
+        assert sorted(c.request.url.path for c in dispatcher.running_calls()) == ["/a", "/b"]
         held.release_all()
-        assert results([first, second]) == [b"/queued-0", b"/queued-1"]
+        for thread in threads:
+            thread.join(10)
+        assert dispatcher.running_calls_count() == 0
 
 
 # -- cancel ---------------------------------------------------------------------------------------
@@ -561,3 +608,49 @@ def test_dispatcher_threads_are_reused_and_named(server: MockServer) -> None:
             time.sleep(0.02)  # the thread that ran it goes back to waiting for work
     assert names and all(name.startswith("fastnet-dispatcher-") for name in names)
     assert len(names) < 10  # one call at a time here: an idle thread takes the next one
+
+
+def _dispatcher_threads() -> int:
+    return sum(1 for t in threading.enumerate() if t.name.startswith("fastnet-dispatcher-"))
+
+
+def test_dispatcher_never_runs_more_threads_than_max_requests(
+    server: MockServer, held: HoldingServer
+) -> None:
+    server.default_response = MockResponse(200, body=b"ok")
+    before = _dispatcher_threads()  # idle threads of earlier tests' dispatchers, ending on their own
+    dispatcher = fastnet.Dispatcher(max_requests=16, max_requests_per_host=16)
+    with make_fast_client(dispatcher=dispatcher) as client:
+        # churn: each ending call promotes the next from its own thread, before that thread is idle
+        assert results([enqueue(client, server.url("/")) for _ in range(300)]) == [b"ok"] * 300
+        futures = [enqueue(client, held.url(f"/{i}")) for i in range(20)]
+        held.wait_for(16)
+        assert dispatcher.running_calls_count() == 16 and dispatcher.queued_calls_count() == 4
+        assert _dispatcher_threads() - before <= 16
+        dispatcher.max_requests = 4  # a lower bound: the threads past it end once idle
+        held.release_all()
+        assert len(results(futures)) == 20
+        wait_until(lambda: _dispatcher_threads() - before <= 4)
+
+
+def test_dispatcher_threads_keep_nothing_of_a_finished_call(server: MockServer) -> None:
+    server.default_response = MockResponse(200, body=b"x" * 1_000_000)
+    dispatcher = fastnet.Dispatcher(max_requests=4)
+    with make_fast_client(dispatcher=dispatcher) as client:
+        futures = [enqueue(client, server.url(f"/{i}")) for i in range(4)]
+        responses = [weakref.ref(future.result(10)) for future in futures]
+        assert all(len(r().content) == 1_000_000 for r in responses)  # type: ignore[union-attr]
+        del futures  # and with them the responses: the idle threads must not keep them (60 s before)
+        wait_until(lambda: gc.collect() >= 0 and all(r() is None for r in responses))
+
+
+def test_dispatcher_dropped_stream_response_frees_its_connection_slot(server: MockServer) -> None:
+    server.default_response = MockResponse(200, body=b"x" * 200_000)
+    pool = fastnet.ConnectionPool(max_connections_per_host=1)
+    with make_fast_client(connection_pool=pool, call_timeout=5) as client:
+        future = enqueue(client, server.url("/"), stream=True)
+        assert future.result(10).status_code == 200
+        del future  # the response is never read nor closed
+        gc.collect()
+        # whenever the dispatcher's thread lets go of it, its slot is freed and this call goes on
+        assert client.get(server.url("/")).status_code == 200  # before, PoolTimeout after 5 s

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -255,3 +257,58 @@ def test_map_empty_input(echo: MockServer) -> None:
         assert list(client.map([])) == []
         assert list(client.map([], ordered=True)) == []
     wait_until(lambda: not map_threads())
+
+
+def test_map_starts_workers_as_the_input_needs_them(
+    echo: MockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[str] = []
+
+    class CountingThread(threading.Thread):
+        def start(self) -> None:
+            if self.name.startswith("fastnet-map-"):
+                started.append(self.name)
+            super().start()
+
+    monkeypatch.setattr(threading, "Thread", CountingThread)
+    with make_fast_client() as client:
+        for ordered in (False, True):
+            started.clear()
+            got = list(client.map([echo.url("/only")], max_in_flight=20_000, ordered=ordered))
+            assert [r.content for _, r in got] == [b"/only"]  # type: ignore[union-attr]
+            assert len(started) <= 2  # one per item taken, and one that found the end (20,000 before)
+        with HoldingServer() as held:
+            started.clear()
+            items = CountingInput(held, count=3)
+            results = client.map(items, max_in_flight=1_000)
+            held.release("/0")
+            first = next(results)
+            held.wait_for(3)
+            assert len(started) <= items.taken + 1 == 4
+            held.release_all()
+            rest = list(results)
+        assert sorted(r.content for _, r in [first, *rest]) == [b"/0", b"/1", b"/2"]  # type: ignore[union-attr]
+        wait_until(lambda: not map_threads())
+        assert_pool_clean(client)
+
+
+def test_map_keeps_nothing_of_a_result_once_handed_over(echo: MockServer) -> None:
+    more = threading.Event()
+
+    def slow_input() -> Iterator[str]:
+        yield echo.url("/first")
+        more.wait(10)  # a worker waits inside next() for the second item
+        yield echo.url("/second")
+
+    with make_fast_client() as client:
+        for ordered in (False, True):
+            more.clear()
+            results = client.map(slow_input(), max_in_flight=2, ordered=ordered)
+            item, result = next(results)
+            first = weakref.ref(result)
+            del item, result
+            gc.collect()
+            assert first() is None  # before, the map (and the worker that ran it) kept it
+            more.set()
+            assert [r.content for _, r in results] == [b"/second"]  # type: ignore[union-attr]
+        wait_until(lambda: not map_threads())

@@ -27,6 +27,7 @@ cdef class ClientCore:
     cdef public object dispatcher
     cdef public object factory
     cdef public bint factory_builds
+    cdef public object sync_dispatcher
     cdef object __weakref__
 
     cpdef object new_events(self, object call)

@@ -54,6 +54,7 @@ class ClientCore:
         "dispatcher",
         "factory",
         "factory_builds",
+        "sync_dispatcher",
         "__weakref__",
     )
     connect_timeout: float  # seconds; 0.0 means no timeout, as for the three below
@@ -81,6 +82,9 @@ class ClientCore:
     # the calls that take settings from them. None in a per-call copy (``copy()``).
     factory: Any
     factory_builds: bool  # every request goes through the factory (a base_url or default params)
+    # The dispatcher to tell about ``execute()`` calls, once a program can see it (``Dispatcher._observe``);
+    # None until then, so that an unobserved dispatcher costs ``execute()`` one test.
+    sync_dispatcher: Any
 
     def __init__(self) -> None:
         self.connect_timeout = 10.0
@@ -104,6 +108,7 @@ class ClientCore:
         self.dispatcher = None
         self.factory = None
         self.factory_builds = False
+        self.sync_dispatcher = None
 
     def new_events(self, call: Any) -> Any:
         """The event listener of a new call: the factory's, else the shared one (None: no events)."""
@@ -137,6 +142,7 @@ class ClientCore:
         core.max_body_size = self.max_body_size
         core.closed = self.closed
         core.dispatcher = self.dispatcher
+        core.sync_dispatcher = self.sync_dispatcher
         return core
 
 

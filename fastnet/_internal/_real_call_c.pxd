@@ -20,6 +20,7 @@ cdef class RealCall(ConnectionUser):
     cdef public object wakeup
     cdef object __weakref__
 
+    @cython.locals(running=dict)
     cpdef Response execute(self)
 
     @cython.locals(client=ClientCore, chain=RealInterceptorChain, response=Response, started=double)

@@ -2,8 +2,10 @@
 
 Theory of operation
 -------------------
-``execute()`` runs once: it starts the call timeout (the process's watchdog cancels the call when it
-passes), builds the first chain and proceeds. The response it returns may still stream its body; the
+``execute()`` runs once, on the caller's thread: the client's dispatcher counts it among its running
+calls until it returns (unless nobody can see that dispatcher: ``fastnet.dispatcher`` has the rule). It
+starts the call timeout (the process's watchdog cancels the call when it passes), builds the first
+chain and proceeds. The response it returns may still stream its body; the
 call ends (``connection_released``, then ``call_end``) when that body is read to the end or closed, or
 at once for a body-less response. Every failure ends the call with ``call_failed`` exactly once.
 
@@ -85,7 +87,18 @@ class RealCall(ConnectionUser):
         if self.executed:
             raise RuntimeError("Already Executed")
         self.executed = True
-        return self.run()
+        dispatcher = self.client.sync_dispatcher
+        if dispatcher is None:  # nobody can see the client's dispatcher: nothing to tell it
+            return self.run()
+        running: dict[RealCall, None] = dispatcher._running_sync  # its lock guards none of the steps
+        running[self] = None
+        try:
+            return self.run()
+        finally:
+            if dispatcher.idle_callback is None:
+                running.pop(self, None)
+            else:  # whether this made it idle is decided under its lock
+                dispatcher._sync_finished(self)
 
     def enqueue(self, callback: Any = None, *, stream: bool = False) -> Future[Response]:
         """Run the call on the client's dispatcher; returns a ``concurrent.futures.Future`` of the response.

@@ -1,8 +1,10 @@
 """``AsyncClient.map``: many requests at once as tasks, results as they complete (or in input order).
 
-The blocking ``client.map``'s design on the event loop: ``max_in_flight`` worker tasks share the input
-(a sync or an async iterable, taken one item at a time, never read ahead) and run each request to the
-end of its body. A token queue bounds the work: a worker takes a token before it takes an item, and the
+The blocking ``client.map``'s design on the event loop: worker tasks share the input (a sync or an async
+iterable, taken one item at a time, never read ahead) and run each request to the end of its body. They
+start as the input needs them, up to ``max_in_flight``: one at first, and another whenever a worker has
+taken an item while no other waits to take one (at most one more task than items taken). A token queue
+bounds the work: a worker takes a token before it takes an item, and the
 token comes back only when the consumer has been handed that item's result, so at most
 ``max_in_flight`` requests are running or waiting to be yielded.
 
@@ -66,6 +68,7 @@ class _Run:
             self.tokens.put_nowait(None)
         self.out: asyncio.Queue[tuple[int, Any, Any]] = asyncio.Queue()
         self.workers: list[asyncio.Task[None]] = []
+        self.taking = 0  # workers between runs: waiting for a token or taking an item
 
     async def _next(self) -> tuple[int, MapItem] | None:
         if self.exhausted:
@@ -95,60 +98,73 @@ class _Run:
                 return None
             return next(self.counter), item
 
+    def _grow(self) -> None:
+        """Start a worker task to take the next item (counted as taking until it has)."""
+        self.workers.append(asyncio.get_running_loop().create_task(self._work()))
+        self.taking += 1
+
     async def _work(self) -> None:
-        client = self.client
         while True:
             await self.tokens.get()
             taken = await self._next()
+            self.taking -= 1
             if taken is None:
                 self.out.put_nowait((-1, _END, None))
                 return
+            if not self.taking and len(self.workers) < self.width and not self.exhausted:
+                self._grow()  # nobody else is ready for the next item
             index, item = taken
-            outcome: Any
-            try:
-                request = item if isinstance(item, Request) else client.build_request("GET", item)
-                call = client.new_call(request)
-            except Exception as exc:  # a bad URL or request: that item's outcome
-                self.out.put_nowait((index, item, exc))
-                continue
-            try:
-                response = await call.execute()
-                if response._source is not None:
-                    try:
-                        await response.aread()
-                    except BaseException:
-                        response.close()
-                        raise
-                outcome = response
-            except Exception as exc:  # noqa: BLE001 - network failures and the like are results
-                outcome = exc
+            outcome = await self._outcome(item)
+            self.taking += 1
             self.out.put_nowait((index, item, outcome))
+            outcome = None  # this task keeps nothing of it while it waits for the next item
+
+    async def _outcome(self, item: MapItem) -> Any:
+        """Run one item's request to the end of its body: the response, or the exception."""
+        client = self.client
+        try:
+            request = item if isinstance(item, Request) else client.build_request("GET", item)
+            call = client.new_call(request)
+        except Exception as exc:  # a bad URL or request: that item's outcome
+            return exc
+        try:
+            response = await call.execute()
+            if response._source is not None:
+                try:
+                    await response.aread()
+                except BaseException:
+                    response.close()
+                    raise
+            return response
+        except Exception as exc:  # noqa: BLE001 - network failures and the like are results
+            return exc
 
     async def results(self, ordered: bool) -> AsyncIterator[tuple[MapItem, Response | Exception]]:
-        loop = asyncio.get_running_loop()
-        self.workers = [loop.create_task(self._work()) for _ in range(self.width)]
-        running = len(self.workers)
+        self._grow()
+        ended = 0
         pending: dict[int, tuple[Any, Any]] = {}
         expected = 0
         try:
-            while running:
+            # a worker starts the next one before it reports its own end: none is missed
+            while ended < len(self.workers):
                 index, item, outcome = await self.out.get()
                 if item is _END:
-                    running -= 1
+                    ended += 1
                     continue
+                # yielded straight from ``pending``: no local keeps a result once it was handed over
+                pending[index] = (item, outcome)
+                item = outcome = None
                 if not ordered:
                     self.tokens.put_nowait(None)
-                    yield item, outcome
+                    yield pending.pop(index)
                     continue
-                pending[index] = (item, outcome)
                 while expected in pending:
-                    item, outcome = pending.pop(expected)
                     expected += 1
                     self.tokens.put_nowait(None)
-                    yield item, outcome
+                    yield pending.pop(expected - 1)
+            # every worker ended: the ordered buffer is empty unless an index was skipped
             for index in sorted(pending):
-                item, outcome = pending.pop(index)
-                yield item, outcome
+                yield pending.pop(index)
             if self.input_error is not None:
                 raise self.input_error
         finally:
@@ -156,7 +172,7 @@ class _Run:
 
     async def _stop(self, pending: dict[int, tuple[Any, Any]]) -> None:
         """Leave cleanly: cancel the workers (and with them their calls), close unclaimed responses."""
-        self.exhausted = True
+        self.exhausted = True  # no worker starts after this
         for worker in self.workers:
             worker.cancel()
         if self.workers:

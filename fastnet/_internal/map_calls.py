@@ -2,8 +2,11 @@
 
 Theory of operation
 -------------------
-``max_in_flight`` worker threads share the input iterator (taken under a lock, one item at a time, so a
-generator is consumed lazily and never read ahead) and run each request to the end of its body. A
+Worker threads share the input iterator (taken under a lock, one item at a time, so a generator is
+consumed lazily and never read ahead) and run each request to the end of its body. They start as the
+input needs them, up to ``max_in_flight``: one at first, and another whenever a worker has taken an item
+while no other waits to take one, so there is at most one more worker than items taken (one URL costs
+two threads, whatever ``max_in_flight`` says). A
 token queue of ``max_in_flight`` tokens bounds the work: a worker takes a token before it takes an item,
 and the token comes back only when the consumer has been handed that item's result. So at most
 ``max_in_flight`` requests are running or waiting to be yielded, whatever order they finish in, and in
@@ -74,10 +77,10 @@ class _Run:
         self.out: queue.SimpleQueue[tuple[int, Any, Any]] = queue.SimpleQueue()
         self.stopping = False
         self.calls: dict[int, RealCall] = {}
-        self.calls_lock = threading.Lock()
-        self.workers = [
-            threading.Thread(target=self._work, name=f"fastnet-map-{n}", daemon=True) for n in range(width)
-        ]
+        self.calls_lock = threading.Lock()  # also guards ``workers`` and ``taking``
+        self.width = width
+        self.workers: list[threading.Thread] = []
+        self.taking = 0  # workers between runs: waiting for a token or taking an item
         self.started = False
 
     # -- workers --------------------------------------------------------------------------------
@@ -103,71 +106,92 @@ class _Run:
         finally:  # whatever happens, the consumer hears that this worker is done
             self.out.put((-1, _END, None))
 
+    def _grow_locked(self) -> None:
+        """Under ``calls_lock``: start a worker to take the next item (counted as taking until it has)."""
+        worker = threading.Thread(target=self._work, name=f"fastnet-map-{len(self.workers)}", daemon=True)
+        worker.start()  # may raise (no thread to be had): then it was never counted
+        self.workers.append(worker)
+        self.taking += 1
+
     def _work_items(self) -> None:
-        client = self.client
         while True:
             self.tokens.get()
             taken = self._next()
+            with self.calls_lock:
+                self.taking -= 1
+                if taken is not None and not self.taking and len(self.workers) < self.width:
+                    if not self.stopping and not self.exhausted:
+                        try:
+                            self._grow_locked()  # nobody else is ready for the next item
+                        except RuntimeError:  # no thread to be had: the workers there are go on
+                            pass
             if taken is None:
                 return
             index, item = taken
-            outcome: Any
-            try:
-                request = item if isinstance(item, Request) else client.build_request("GET", item)
-                call = client.new_call(request)
-            except Exception as exc:  # a bad URL or request: that item's outcome
-                self.out.put((index, item, exc))
-                continue
+            outcome = self._outcome(index, item)
             with self.calls_lock:
-                if self.stopping:
-                    # _stop() took its list of calls to cancel before this one was registered
-                    call.cancel()
-                self.calls[index] = call
-            try:
-                response = call.execute()
-                if response._source is not None:
-                    try:
-                        response.read()
-                    except BaseException:
-                        response.close()
-                        raise
-                outcome = response
-            except Exception as exc:  # noqa: BLE001 - network failures and the like are results
-                outcome = exc
-            finally:
-                with self.calls_lock:
-                    self.calls.pop(index, None)
+                self.taking += 1
             self.out.put((index, item, outcome))
+            outcome = None  # this thread keeps nothing of it while it waits for the next item
+
+    def _outcome(self, index: int, item: MapItem) -> Any:
+        """Run one item's request to the end of its body: the response, or the exception."""
+        client = self.client
+        try:
+            request = item if isinstance(item, Request) else client.build_request("GET", item)
+            call = client.new_call(request)
+        except Exception as exc:  # a bad URL or request: that item's outcome
+            return exc
+        with self.calls_lock:
+            if self.stopping:
+                # _stop() took its list of calls to cancel before this one was registered
+                call.cancel()
+            self.calls[index] = call
+        try:
+            response = call.execute()
+            if response._source is not None:
+                try:
+                    response.read()
+                except BaseException:
+                    response.close()
+                    raise
+            return response
+        except Exception as exc:  # noqa: BLE001 - network failures and the like are results
+            return exc
+        finally:
+            with self.calls_lock:
+                self.calls.pop(index, None)
 
     # -- the consumer ---------------------------------------------------------------------------
 
     def results(self, ordered: bool) -> Iterator[tuple[MapItem, Response | Exception]]:
-        for worker in self.workers:
-            worker.start()
+        with self.calls_lock:
+            self._grow_locked()
         self.started = True
-        running = len(self.workers)
+        ended = 0
         pending: dict[int, tuple[Any, Any]] = {}
         expected = 0
         try:
-            while running:
+            # a worker starts the next one before it reports its own end: none is missed
+            while ended < len(self.workers):
                 index, item, outcome = self.out.get()
                 if item is _END:
-                    running -= 1
+                    ended += 1
                     continue
+                # yielded straight from ``pending``: no local keeps a result once it was handed over
+                pending[index] = (item, outcome)
+                item = outcome = None
                 if not ordered:
                     self.tokens.put(None)
-                    yield item, outcome
+                    yield pending.pop(index)
                     continue
-                pending[index] = (item, outcome)
                 while expected in pending:
-                    item, outcome = pending.pop(expected)
                     expected += 1
                     self.tokens.put(None)
-                    yield item, outcome
+                    yield pending.pop(expected - 1)
             # every worker ended: the ordered buffer is empty unless an index was skipped
             for index in sorted(pending):
-                item, outcome = pending.pop(index)
-                yield item, outcome
+                yield pending.pop(index)
             if self.input_error is not None:
                 raise self.input_error
         finally:
@@ -180,14 +204,15 @@ class _Run:
         # Not under items_lock: a worker may be blocked inside the input's next() holding it. An item
         # taken after this is canceled when its call is registered (under calls_lock, like this).
         with self.calls_lock:
-            self.stopping = True
+            self.stopping = True  # no worker starts after this
             calls = list(self.calls.values())
+            workers = list(self.workers)
         for call in calls:
             call.cancel()
-        for _ in self.workers:
+        for _ in workers:
             self.tokens.put(None)  # wake any worker waiting for a token: it will find stopping set
         deadline = time.monotonic() + _JOIN_SECONDS
-        for worker in self.workers:
+        for worker in workers:
             worker.join(timeout=max(0.0, deadline - time.monotonic()))
         leftovers = list(pending.values())
         while True:

@@ -15,7 +15,7 @@ cdef class RealConnectionPool:
     cdef public Py_ssize_t discards
     cdef public object lock
     cdef public object cond
-    cdef Py_ssize_t sleepers
+    cdef readonly Py_ssize_t sleepers
 
     @cython.locals(stack=list, keep_alive=double, conn=RealConnection, found=RealConnection)
     cpdef RealConnection acquire(self, object address, double now)
@@ -67,3 +67,4 @@ cdef class RealConnectionPool:
 
     @cython.locals(wait=double)
     cdef _wait_for_release(self, object host, double deadline)
+    cpdef settle(self)

@@ -15,7 +15,8 @@ the one connection about to be reused is health-checked, by the caller.
 (``client.close()``). A response that is garbage-collected unread hands its connection to
 ``discard_later()`` from a finalizer: a finalizer may run while this very thread holds the lock, so that
 is a lock-free append to ``abandoned``, and the pool forgets those connections (freeing their per-host
-slots) the next time it is used.
+slots) the next time it is used, or at once when threads wait for a slot and the lock is free (a
+finalizer never waits for the lock); ``AsyncConnectionPool`` hands the forgetting to its event loop.
 
 Pure-Python twin of the compiled ``_pool_c``; import both through ``fastnet._internal.connection.pool``.
 """
@@ -234,6 +235,8 @@ class RealConnectionPool:
             self.cond.wait(min(wait, 0.5))
         finally:
             self.sleepers -= 1
+        if self.discards:  # a response collected while this thread waited may have freed the slot
+            self._settle()
 
     def unreserve(self, host: str) -> None:
         with self.lock:
@@ -247,9 +250,23 @@ class RealConnectionPool:
 
     def discard_later(self, conn: RealConnection) -> None:
         """A closed connection whose response was collected unread: forgotten at the next operation.
-        Safe from a finalizer (no lock)."""
+        Safe from a finalizer, which may run while this very thread holds the lock: it never waits for
+        the lock. When threads wait for a slot and the lock is free, the connection is forgotten now,
+        which wakes them; else a waiting thread finds it within 0.5 s (``_wait_for_release``)."""
         self.abandoned.append(conn)
         self.discards += 1
+        if self.sleepers:
+            lock = self.lock
+            if lock.acquire(False):
+                try:
+                    self._settle()
+                finally:
+                    lock.release()
+
+    def settle(self) -> None:
+        """Forget the connections ``discard_later`` queued now (their slots are freed, waking a waiter)."""
+        with self.lock:
+            self._settle()
 
     def _settle(self) -> None:
         """Under the lock: forget the connections ``discard_later`` queued."""

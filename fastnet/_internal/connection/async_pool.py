@@ -31,6 +31,9 @@ The queues belong to the event loop the waiting tasks run on (the pool binds to 
 task first waits; it may rebind once nobody waits). ``slot_freed`` may run on another thread (a
 ``close_all()`` from a blocking thread): it then hands the wake to the loop (``call_soon_threadsafe``),
 which runs it after whatever the loop was doing, so a task between asking and parking cannot miss it.
+A response collected unread frees its slot from a finalizer, which may run on any thread or in the
+middle of another task's step: it only queues the connection (``discard_later``) and hands the rest to
+the loop the same way.
 """
 
 from __future__ import annotations
@@ -169,6 +172,18 @@ class AsyncConnectionPool(RealConnectionPool):
                 loop.call_soon_threadsafe(self._wake, host)
             except RuntimeError:
                 pass  # the loop is closed: nobody can be waiting on it
+
+    def discard_later(self, conn: RealConnection) -> None:
+        """A response was collected unread (from its finalizer, on any thread, maybe inside another
+        task's step): queue its connection without the lock, and have the loop the tasks wait on forget
+        it (``settle``, which frees the slot and wakes the first waiter) in its own turn."""
+        RealConnectionPool.discard_later(self, conn)
+        loop = self.loop
+        if loop is not None:  # else no task ever waited: the next one to ask settles first
+            try:
+                loop.call_soon_threadsafe(self.settle)
+            except Exception:  # noqa: BLE001 - the loop is closed (nobody waits on it); never raise here
+                pass
 
     # -- waiting ----------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -337,3 +338,47 @@ def test_async_pool_base_steps_and_hook(twins: Any, sockets: list[socket.socket]
     assert timeout.message == (
         "no connection to h.test became free in time: all 2 allowed (max_connections_per_host) are in use"
     )
+
+
+def test_async_pool_base_discard_later_wakes_a_thread_waiting_for_the_slot(
+    twins: Any, sockets: list[socket.socket]
+) -> None:
+    module = twins("fastnet._internal.connection.pool")
+    pool = module.RealConnectionPool(5, 300.0, 1)
+    a = Address("http", "h.test", 80)
+    outcome: list[Any] = []
+
+    def reserve() -> None:
+        try:
+            pool.reserve("h.test", time.monotonic() + 5)
+            outcome.append("reserved")
+        except PoolTimeout as exc:
+            outcome.append(exc)
+
+    def wait_until_a_thread_sleeps() -> None:
+        for _ in range(500):  # 5 s at most
+            if pool.sleepers:
+                return
+            time.sleep(0.01)
+
+    for finalizer_holds_the_lock in (False, True):
+        assert pool.try_reserve("h.test")
+        conn = connection(module, a, sockets)
+        pool.register(conn)
+        outcome.clear()
+        thread = threading.Thread(target=reserve)
+        thread.start()
+        try:
+            wait_until_a_thread_sleeps()
+            assert pool.sleepers == 1
+            conn.close()
+            if finalizer_holds_the_lock:  # a finalizer run under the lock never waits for it...
+                with pool.lock:
+                    pool.discard_later(conn)
+            else:  # ...and one run while the lock is free forgets the connection and wakes the thread now
+                pool.discard_later(conn)
+        finally:
+            thread.join(10)
+        assert outcome == ["reserved"]  # before, reserve() never looked at the abandoned connections
+        assert pool.connection_count() == 1 and pool.sleepers == 0
+        pool.unreserve("h.test")

@@ -296,6 +296,43 @@ def test_pool_collected_stream_gives_its_connection_back(server: MockServer) -> 
         assert client.get(server.url("/")).status_code == 200
 
 
+def _waiting_for_a_slot(pool: fastnet.ConnectionPool) -> int:
+    """Calls waiting for a per-host slot: threads in the blocking half, tasks in the asyncio half."""
+    waiting = int(pool._real.sleepers)
+    if pool._async is not None:
+        waiting += sum(w.parked for w in list(pool._async.waiters.values()))
+    return waiting
+
+
+def test_pool_collected_stream_wakes_the_call_waiting_for_its_slot(server: MockServer) -> None:
+    # the slot is freed by the finalizer of a response nobody closed, while the next call waits for it
+    server.default_response = MockResponse(200, body=b"x" * 200_000)
+    pool = fastnet.ConnectionPool(max_connections_per_host=1)
+    with make_fast_client(connection_pool=pool, call_timeout=5) as client:
+        held = client.stream("GET", server.url("/"))
+        result: list[Any] = []
+
+        def second() -> None:
+            try:
+                result.append(client.get(server.url("/")).status_code)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                result.append(exc)
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        try:
+            for _ in range(500):  # until it waits for the slot (5 s at most)
+                if _waiting_for_a_slot(pool):
+                    break
+                time.sleep(0.01)
+            assert _waiting_for_a_slot(pool) == 1
+            del held  # never read, never closed
+            gc.collect()
+        finally:
+            thread.join(10)
+        assert result == [200]  # at once: before, it waited out its call timeout
+
+
 def test_pool_wait_for_a_slot_is_bounded_by_the_connect_timeout(server: MockServer) -> None:
     server.default_response = MockResponse(200, body=b"x" * 200_000)
     pool = fastnet.ConnectionPool(max_connections_per_host=1)
