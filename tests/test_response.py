@@ -4,10 +4,15 @@ against MockServer where I/O is involved."""
 from __future__ import annotations
 
 import array
+import functools
 import gzip
 import io
+import tracemalloc
+import zlib
 
+import brotli
 import pytest
+import zstandard
 from conftest import make_fast_client
 
 import fastnet
@@ -67,6 +72,41 @@ def test_response_iter_lines(server: MockServer, fast_client: fastnet.Client) ->
         assert list(r.iter_lines()) == ["one", "two", "thr"]
     with fast_client.stream("GET", server.url("/")) as r:
         assert list(r.iter_lines()) == ["a", "b"]
+
+
+@functools.lru_cache
+def _zeros(coding: str) -> bytes:
+    """64 MiB of zeros compressed with ``coding``: a few KB that decode to 64 MiB."""
+    zeros = bytes(64 << 20)
+    if coding == "gzip":
+        return gzip.compress(zeros, 1)
+    if coding == "deflate":
+        return zlib.compress(zeros, 1)
+    if coding == "br":
+        return brotli.compress(zeros, quality=1)
+    return zstandard.ZstdCompressor(level=1).compress(zeros)
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br", "zstd"])
+def test_response_decoded_pieces_are_at_most_1_mib(
+    server: MockServer, fast_client: fastnet.Client, coding: str
+) -> None:
+    """Every coding's decoder hands ``iter_bytes()`` pieces of at most 1 MiB, and a 64 MiB bomb streams
+    through in bounded memory (brotli's output limit is only a hint: its pieces were 2 MiB, and the
+    stream then ended short)."""
+    server.enqueue(MockResponse(200, headers={"Content-Encoding": coding}, body=_zeros(coding)))
+    total = largest = 0
+    tracemalloc.start()
+    try:
+        with fast_client.stream("GET", server.url("/")) as r:
+            for piece in r.iter_bytes():
+                total += len(piece)
+                largest = max(largest, len(piece))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert total == 64 << 20 and largest <= 1 << 20
+    assert peak < 16 << 20
 
 
 def test_response_content_after_stream_read(server: MockServer, fast_client: fastnet.Client) -> None:
