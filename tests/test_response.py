@@ -7,6 +7,7 @@ import array
 import functools
 import gzip
 import io
+import time
 import tracemalloc
 import zlib
 
@@ -72,6 +73,65 @@ def test_response_iter_lines(server: MockServer, fast_client: fastnet.Client) ->
         assert list(r.iter_lines()) == ["one", "two", "thr"]
     with fast_client.stream("GET", server.url("/")) as r:
         assert list(r.iter_lines()) == ["a", "b"]
+
+
+def test_response_iter_lines_splits_only_at_line_ends(
+    server: MockServer, fast_client: fastnet.Client
+) -> None:
+    """``\\r\\n``, ``\\r`` and ``\\n`` end a line, also when a ``\\r\\n`` is cut between two pieces;
+    the other characters ``str.splitlines`` splits at (``\\v``, ``\\f``, U+0085, U+2028) are data."""
+    body = "a\x0bb\r\nc\rd\n\x85e\u2028f\r\n\r\ng\x0ch\r".encode()
+    expected = ["a\x0bb", "c", "d", "\x85e\u2028f", "", "g\x0ch"]
+    headers = {"Content-Type": "text/plain; charset=utf-8"}
+    for chunk_size in (1, 2, 3, None):
+        server.enqueue(MockResponse(200, headers=headers, body=body, chunked=True, chunk_size=chunk_size))
+        with fast_client.stream("GET", server.url("/")) as r:
+            assert list(r.iter_lines()) == expected, chunk_size
+
+
+def test_response_iter_lines_long_line_is_linear(server: MockServer, fast_client: fastnet.Client) -> None:
+    """A 16 MiB line in 16 KiB chunks is joined once it ends, not copied at every chunk (which took
+    seconds); the bound only proves it does not hang."""
+    line = b"x" * (16 << 20)
+    server.enqueue(MockResponse(200, body=line + b"\r\nend", chunked=True, chunk_size=16 << 10))
+    start = time.monotonic()
+    with fast_client.stream("GET", server.url("/")) as r:
+        lines = list(r.iter_lines())
+    assert time.monotonic() - start < 4
+    assert len(lines) == 2 and len(lines[0]) == len(line) and lines[1] == "end"
+
+
+@pytest.mark.parametrize("chunk_size", [1000, None])
+def test_response_iter_lines_longer_than_max_body_size(server: MockServer, chunk_size: int | None) -> None:
+    """A line of ``max_body_size`` characters is yielded, one more is ``BodyTooLargeError``, whether it
+    spans chunks or comes in one; the response is closed."""
+    body = b"a" * 4000 + b"\n" + b"b" * 4001 + b"\nnever"
+    server.enqueue(MockResponse(200, body=body, chunked=True, chunk_size=chunk_size))
+    with make_fast_client(max_body_size=4000) as client, client.stream("GET", server.url("/")) as r:
+        lines = r.iter_lines()
+        assert next(lines) == "a" * 4000
+        with pytest.raises(fastnet.BodyTooLargeError, match="max_body_size=4000") as info:
+            next(lines)
+        assert r.is_closed and info.value.phase == "read"
+
+
+def test_response_iter_bytes_chunk_size_is_linear(server: MockServer, fast_client: fastnet.Client) -> None:
+    """Regrouping 1 MiB decoded pieces into 16-byte ones, and 16 KiB chunks into one 32 MiB piece, costs
+    a copy or two per byte (slicing what is left of a piece per chunk, or adding each piece to a bytes
+    object, took many seconds); the bounds only prove it does not hang."""
+    body = bytes(range(256)) * (64 << 10)
+    server.enqueue(MockResponse(200, headers={"Content-Encoding": "gzip"}, body=gzip.compress(body, 1)))
+    server.enqueue(MockResponse(200, body=body * 2, chunked=True, chunk_size=16 << 10))
+    start = time.monotonic()
+    with fast_client.stream("GET", server.url("/")) as r:
+        pieces = list(r.iter_bytes(16))
+    assert time.monotonic() - start < 8
+    assert len(pieces) == len(body) // 16 and b"".join(pieces) == body
+    start = time.monotonic()
+    with fast_client.stream("GET", server.url("/")) as r:
+        pieces = list(r.iter_bytes(32 << 20))
+    assert time.monotonic() - start < 8
+    assert len(pieces) == 1 and pieces[0] == body * 2
 
 
 @functools.lru_cache

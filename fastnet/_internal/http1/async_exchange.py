@@ -517,6 +517,9 @@ class AsyncExchange(ResponseBodySource):
             return parts[0]
         return b"".join(parts)
 
+    def body_limit(self) -> int:
+        return self.user.max_body_size
+
     def _too_large(self, what: str) -> None:
         err = BodyTooLargeError(
             f"response body too large: {what}, more than max_body_size={self.user.max_body_size}",
