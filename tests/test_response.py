@@ -264,6 +264,19 @@ def test_response_readinto_decoded_pieces(
     assert fast_client.connection_pool.idle_connection_count() == 1
 
 
+def test_response_readinto_small_buffer_is_linear(server: MockServer, fast_client: fastnet.Client) -> None:
+    """A 1 MiB decoded piece read into a 64-byte buffer is handed out from one view of it, not by copying
+    what is left of it at every call (which made a 16 MiB gzip body take many seconds); the bound only
+    proves it does not hang."""
+    body = bytes(16 << 20)  # zeros: every decoded piece is a full 1 MiB
+    server.enqueue(MockResponse(200, body=gzip.compress(body, 1), headers={"Content-Encoding": "gzip"}))
+    start = time.monotonic()
+    with fast_client.stream("GET", server.url("/")) as r:
+        got = _read_all_into(r, 64)
+    assert time.monotonic() - start < 6
+    assert got == body
+
+
 def test_response_iter_into_and_write_to(server: MockServer, fast_client: fastnet.Client) -> None:
     body = b"abcdefghij" * 30_000
     server.enqueue(*[MockResponse(200, body=body)] * 3)
