@@ -294,6 +294,19 @@ def test_ssl_cert_dir_of_garbage_is_named_by_the_verification_error(
     assert f"SSL_CERT_DIR={str(tmp_path)!r}" in str(caught.value)
 
 
+@pytest.mark.parametrize("content", [b"garbage\n", b""], ids=["garbage", "empty"])
+def test_verify_file_that_cannot_be_loaded_is_refused_when_the_client_is_made(
+    tmp_path: Any, content: bytes
+) -> None:
+    """``verify=`` is an argument: read when the client is made, a file without a certificate is a
+    ``ValueError`` there that names it (the environment's CAs are read on first use, above)."""
+    bad = tmp_path / "bad.pem"
+    bad.write_bytes(content)
+    with pytest.raises(ValueError, match="holds no PEM certificate") as caught:
+        make_fast_client(verify=str(bad))
+    assert str(bad) in str(caught.value)
+
+
 _LAZY_TLS_CHILD = """
 import sys
 import fastnet
