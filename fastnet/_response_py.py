@@ -14,13 +14,14 @@ import codecs
 import datetime
 import inspect
 import json as _json
+import re
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from fastnet._content import charset_of, decode_guessing, guess_encoding, parse_links
 from fastnet.challenge import Challenge, parse_challenges
 from fastnet.cookies import parse_set_cookie
-from fastnet.exceptions import HTTPStatusError
+from fastnet.exceptions import BodyTooLargeError, HTTPStatusError
 from fastnet.headers import Headers, HeadersLike, as_headers
 
 if TYPE_CHECKING:
@@ -105,6 +106,10 @@ class ResponseBodySource:
 
     async def areadinto(self, buffer: memoryview) -> int:
         raise RuntimeError(_BLOCKING_BODY)
+
+    def body_limit(self) -> int:
+        """The call's ``max_body_size`` (0: no limit): ``iter_lines()`` holds no longer a line."""
+        return 0
 
 
 _ASYNC_BODY = (
@@ -389,7 +394,9 @@ class Response:
             for i in range(0, len(content), chunk_size):
                 yield content[i : i + chunk_size]
             return
-        pending = b""
+        # Regrouping appends to one buffer and cuts whole pieces off its front once per piece read, so
+        # it is linear in the body whatever chunk_size is (a bytes object sliced per piece is quadratic).
+        pending = bytearray()
         try:
             while True:
                 data = await source.aread_chunk()
@@ -400,31 +407,41 @@ class Response:
                         yield data
                     continue
                 pending += data
-                while len(pending) >= chunk_size:
-                    yield pending[:chunk_size]
-                    pending = pending[chunk_size:]
+                end = len(pending) - len(pending) % chunk_size
+                if end:
+                    for i in range(0, end, chunk_size):
+                        yield bytes(pending[i : i + chunk_size])
+                    del pending[:end]
             if pending:
-                yield pending
+                yield bytes(pending)
         finally:
             if self._source is source and source.done:
                 self._source = None
 
     async def aiter_lines(self) -> AsyncIterator[str]:
-        """Iterate over the body's lines (decoded text, line endings removed)."""
-        pending = ""
+        """Iterate over the body's lines (decoded text; ``\\r\\n``, ``\\r`` and ``\\n`` end a line and are
+        removed). A line longer than the client's ``max_body_size`` (in characters) is a
+        ``BodyTooLargeError`` once the lines before it are served, and the response is closed."""
+        source = self._source
+        lines = _Lines(source.body_limit() if source is not None else 0, self.url)
         decoder = _incremental_decoder(self.encoding)
-        async for chunk in self.aiter_bytes():
-            pending += decoder.decode(chunk)
-            lines = pending.splitlines(keepends=True)
-            pending = ""
-            for line in lines:
-                if line.endswith(("\n", "\r")) and not (line.endswith("\r") and line is lines[-1]):
-                    yield line.rstrip("\r\n")
-                else:
-                    pending = line
-        pending += decoder.decode(b"", final=True)
-        if pending:
-            yield pending.rstrip("\r\n")
+        chunks: Any = self.aiter_bytes()  # a generator: closed at once when a line is too long
+        try:
+            async for chunk in chunks:
+                for line in lines.feed(decoder.decode(chunk)):
+                    yield line
+                if lines.too_long:
+                    raise lines.error()
+            for line in lines.feed(decoder.decode(b"", final=True)):
+                yield line
+            if lines.too_long:
+                raise lines.error()
+        except BodyTooLargeError:
+            await chunks.aclose()
+            await self.aclose()
+            raise
+        if lines.parts:
+            yield "".join(lines.parts)
 
     async def areadinto(self, buffer: Any) -> int:
         """Read the next bytes of the (decoded) body into ``buffer``, a writable bytes-like object (a
@@ -540,7 +557,9 @@ class Response:
             for i in range(0, len(content), chunk_size):
                 yield content[i : i + chunk_size]
             return
-        pending = b""
+        # Regrouping appends to one buffer and cuts whole pieces off its front once per piece read, so
+        # it is linear in the body whatever chunk_size is (a bytes object sliced per piece is quadratic).
+        pending = bytearray()
         try:
             while True:
                 data = source.read_chunk()
@@ -551,31 +570,41 @@ class Response:
                         yield data
                     continue
                 pending += data
-                while len(pending) >= chunk_size:
-                    yield pending[:chunk_size]
-                    pending = pending[chunk_size:]
+                end = len(pending) - len(pending) % chunk_size
+                if end:
+                    for i in range(0, end, chunk_size):
+                        yield bytes(pending[i : i + chunk_size])
+                    del pending[:end]
             if pending:
-                yield pending
+                yield bytes(pending)
         finally:
             if self._source is source and source.done:
                 self._source = None
 
     def iter_lines(self) -> Iterator[str]:
-        """Iterate over the body's lines (decoded text, line endings removed)."""
-        pending = ""
+        """Iterate over the body's lines (decoded text; ``\\r\\n``, ``\\r`` and ``\\n`` end a line and are
+        removed). A line longer than the client's ``max_body_size`` (in characters) is a
+        ``BodyTooLargeError`` once the lines before it are served, and the response is closed."""
+        source = self._source
+        lines = _Lines(source.body_limit() if source is not None else 0, self.url)
         decoder = _incremental_decoder(self.encoding)
-        for chunk in self.iter_bytes():
-            pending += decoder.decode(chunk)
-            lines = pending.splitlines(keepends=True)
-            pending = ""
-            for line in lines:
-                if line.endswith(("\n", "\r")) and not (line.endswith("\r") and line is lines[-1]):
-                    yield line.rstrip("\r\n")
-                else:
-                    pending = line
-        pending += decoder.decode(b"", final=True)
-        if pending:
-            yield pending.rstrip("\r\n")
+        chunks: Any = self.iter_bytes()  # a generator: closed at once when a line is too long
+        try:
+            for chunk in chunks:
+                for line in lines.feed(decoder.decode(chunk)):
+                    yield line
+                if lines.too_long:
+                    raise lines.error()
+            for line in lines.feed(decoder.decode(b"", final=True)):
+                yield line
+            if lines.too_long:
+                raise lines.error()
+        except BodyTooLargeError:
+            chunks.close()
+            self.close()
+            raise
+        if lines.parts:
+            yield "".join(lines.parts)
 
     def readinto(self, buffer: Any) -> int:
         """Read the next bytes of the (decoded) body into ``buffer``, a writable bytes-like object (a
@@ -697,6 +726,77 @@ def _byte_view(buffer: Any) -> memoryview:
     if view.ndim != 1 or view.format != "B":
         view = view.cast("B")
     return view
+
+
+_LINE_END = re.compile("\r\n|\r|\n")
+
+
+class _Lines:
+    """``iter_lines()``'s splitter: decoded text in, the lines it completes out.
+
+    Linear in the body: each piece is split once (only the new text is searched) and a line that spans
+    pieces is kept as a list of its parts, joined once it ends (adding each piece to a string is
+    quadratic in the line's length). A ``\\r`` that ends a piece ends its line at once; a ``\\n`` that
+    begins the next piece is that line ending's rest. Only ``\\r\\n``, ``\\r`` and ``\\n`` end a line
+    (``str.splitlines`` would also split at ``\\v``, ``\\f``, ``\\x1c``-``\\x1e``, ``\\x85``, U+2028
+    and U+2029, which can be data). A line longer than ``limit`` characters (0: no limit) sets
+    ``too_long`` as soon as it is that long, and what is held of it is dropped: memory stays bounded."""
+
+    __slots__ = ("parts", "size", "after_cr", "too_long", "limit", "url")
+
+    def __init__(self, limit: int, url: Any) -> None:
+        self.parts: list[str] = []  # the unfinished line, in pieces
+        self.size = 0  # its length
+        self.after_cr = False  # the last piece ended with "\r"
+        self.too_long = False  # a line passed the limit (the lines before it are returned)
+        self.limit = limit
+        self.url = url
+
+    def feed(self, text: str) -> list[str]:
+        """The lines ``text`` completes; when one is too long, those before it, and ``too_long`` is set."""
+        if not text:
+            return []
+        if self.after_cr:
+            self.after_cr = False
+            if text[0] == "\n":
+                text = text[1:]
+                if not text:
+                    return []
+        self.after_cr = text[-1] == "\r"
+        lines = _LINE_END.split(text) if "\r" in text else text.split("\n")
+        last = lines.pop()
+        held = self.size
+        parts = self.parts
+        if parts and lines:
+            parts.append(lines[0])
+            lines[0] = "".join(parts)
+            parts.clear()
+            self.size = 0
+        if last:
+            parts.append(last)
+            self.size += len(last)
+        limit = self.limit
+        if limit and held + len(text) > limit:
+            # (only past the limit is each line measured: a normal body never gets here)
+            for i, line in enumerate(lines):
+                if len(line) > limit:
+                    del lines[i:]
+                    self.too_long = True
+                    break
+            if self.size > limit:
+                self.too_long = True
+            if self.too_long:
+                parts.clear()
+        return lines
+
+    def error(self) -> BodyTooLargeError:
+        limit = self.limit
+        return BodyTooLargeError(
+            f"response line too long: over {limit} characters without a line end, more than "
+            f"max_body_size={limit}",
+            url=self.url,
+            phase="read",
+        )
 
 
 def _incremental_decoder(encoding: str) -> codecs.IncrementalDecoder:

@@ -229,6 +229,12 @@ class TlsVerificationError(TlsError):
     def hint(self) -> str:
         """What to do about it, from what OpenSSL said."""
         said = self.message.lower()
+        if "ssl_cert_file=" in said or "ssl_cert_dir=" in said:
+            return (
+                "the CAs come from the environment: point the variable at a PEM file of CA certificates "
+                "(SSL_CERT_DIR: a directory of them named by subject hash), unset it, or pass "
+                "verify='/path/to/ca.pem'"
+            )
         if "mismatch" in said or "not verified" in said:
             return "the certificate does not name this host: use a host name the certificate lists"
         if "expired" in said or "not yet valid" in said:

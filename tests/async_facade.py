@@ -99,6 +99,10 @@ class _BlockingSource(ResponseBodySource):
             self.done = self.inner.done
         return n
 
+    def body_limit(self) -> int:
+        limit: int = self.inner.body_limit()
+        return limit
+
     def close_body(self) -> None:
         try:
             self.runner.run(self.inner.aclose_body())

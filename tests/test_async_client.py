@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import gzip
 import random
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
@@ -141,6 +143,46 @@ def test_stream_chunks_and_an_awaited_stream(run: Any, server: MockServer) -> No
             r = await client.stream("GET", server.url("/"))
             assert await r.aread() == body
             await r.aclose()
+            assert pool_clean(client)
+
+    run(main())
+
+
+def test_aiter_lines_and_aiter_bytes_are_linear_and_bounded(run: Any, server: MockServer) -> None:
+    """``aiter_lines()`` joins a 16 MiB line once it ends and splits only at ``\\r\\n``, ``\\r`` and
+    ``\\n`` (a ``\\r\\n`` cut between chunks too); a line over ``max_body_size`` is
+    ``BodyTooLargeError`` once the lines before it are served, and closes the response; ``aiter_bytes``
+    regroups 1 MiB pieces into 16-byte ones in one pass. The time bound only proves nothing hangs."""
+    long_line = b"x" * (16 << 20)
+    body = bytes(range(256)) * (16 << 10)
+    server.enqueue(
+        MockResponse(body=long_line + b"\r\nend", chunked=True, chunk_size=16 << 10),
+        MockResponse(body=b"a\x0bb\r\nc\rd\n\x0ce", chunked=True, chunk_size=1),
+        MockResponse(headers={"Content-Encoding": "gzip"}, body=gzip.compress(body, 1)),
+        MockResponse(body=b"a" * 4000 + b"\n" + b"b" * 4001 + b"\nnever", chunked=True, chunk_size=1000),
+    )
+
+    async def main() -> None:
+        async with new_client(max_body_size=32 << 20) as client:
+            start = time.monotonic()
+            async with client.stream("GET", server.url("/")) as r:
+                lines = [line async for line in r.aiter_lines()]
+            assert time.monotonic() - start < 4
+            assert [len(line) for line in lines] == [16 << 20, 3] and lines[1] == "end"
+            async with client.stream("GET", server.url("/")) as r:
+                assert [line async for line in r.aiter_lines()] == ["a\x0bb", "c", "d", "\x0ce"]
+            start = time.monotonic()
+            async with client.stream("GET", server.url("/")) as r:
+                pieces = [piece async for piece in r.aiter_bytes(16)]
+            assert time.monotonic() - start < 8
+            assert len(pieces) == len(body) // 16 and b"".join(pieces) == body
+        async with new_client(max_body_size=4000) as client:
+            async with client.stream("GET", server.url("/")) as r:
+                lines_of = r.aiter_lines()
+                assert await lines_of.__anext__() == "a" * 4000
+                with pytest.raises(fastnet.BodyTooLargeError, match="max_body_size=4000"):
+                    await lines_of.__anext__()
+                assert r.is_closed
             assert pool_clean(client)
 
     run(main())

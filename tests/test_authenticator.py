@@ -220,32 +220,84 @@ def test_authenticator_401_without_www_authenticate(server):
         assert_pool_clean(client)
 
 
-def test_authenticator_same_credentials_forever_is_not_a_storm(server):
+@pytest.mark.parametrize("how", ["set", "add"])
+def test_authenticator_same_credentials_forever_is_not_a_storm(server, how):
+    """fastnet's deliberate difference from OkHttp (whose test authenticator adds the same credential
+    to every retry, 20 times): an answer that offers only the credentials just refused, set again or
+    added again, is not sent; the challenge is returned after 2 requests, with its body."""
     calls = []
 
     def stubborn(route, response):
         calls.append(response.status_code)
-        return response.request.replace(headers=response.request.headers.set("Authorization", "Bearer same"))
+        headers = response.request.headers
+        if how == "add":
+            return response.request.replace(headers=headers.add("Authorization", "Bearer same"))
+        return response.request.replace(headers=headers.set("Authorization", "Bearer same"))
 
     with make_client(authenticator=stubborn) as client:
         server.dispatcher = lambda rec: challenge_401("Bearer")
         r = client.get(server.url("/"))
-        assert r.status_code == 401
+        assert r.status_code == 401 and r.text == "who are you" and len(r.history) == 1
         assert server.request_count == 2 and len(calls) == 2
         assert_pool_clean(client)
 
 
 def test_authenticator_new_credentials_forever_stops_at_21(server):
+    """Fresh credentials on every 401 (OkHttp's scenario): the authenticator gets its 20 tries, each sent,
+    and the 21st answer is the "too many follow-up requests" error."""
     counter = iter(range(1000))
+    answered = []
 
     def refreshing(route, response):
         token = f"Bearer t{next(counter)}"
+        answered.append(token)
         return response.request.replace(headers=response.request.headers.set("Authorization", token))
 
     with make_client(authenticator=refreshing) as client:
         server.dispatcher = lambda rec: challenge_401("Bearer")
         with pytest.raises(fastnet.ProtocolError, match="Too many follow-up requests: 21"):
             client.get(server.url("/"))
+        assert server.request_count == 21 and len(answered) == 21
+        sent = [server.take_request(timeout=1).header("Authorization") for _ in range(21)]
+        assert sent == [None, *answered[:20]]
+        assert_pool_clean(client)
+
+
+def test_authenticator_a_new_credential_beside_the_refused_one_is_sent(server):
+    """Only the very credentials just refused stop the follow-ups: an answer that adds a new one beside
+    them is sent."""
+
+    def add_fresh(route, response):
+        return response.request.replace(headers=response.request.headers.add("Authorization", "Bearer new"))
+
+    with make_client(authenticator=add_fresh) as client:
+        server.enqueue(challenge_401("Bearer"), MockResponse(200, body=b"in"))
+        r = client.get(server.url("/"), headers={"Authorization": "Bearer old"})
+        assert r.text == "in" and len(r.history) == 1
+        server.take_request()
+        assert server.take_request().header_values("Authorization") == ["Bearer old", "Bearer new"]
+        assert_pool_clean(client)
+
+
+def test_authenticator_redirects_and_auth_answers_count_together(server):
+    """10 redirects, then 401s answered with fresh credentials: the 21st follow-up of either kind is the
+    error."""
+    counter = iter(range(1000))
+
+    def refreshing(route, response):
+        token = f"Bearer t{next(counter)}"
+        return response.request.replace(headers=response.request.headers.set("Authorization", token))
+
+    def dispatch(rec):
+        hop = int(rec.path.strip("/") or 0)
+        if hop < 10:
+            return MockResponse(302, headers={"Location": f"/{hop + 1}"})
+        return challenge_401("Bearer")
+
+    with make_client(authenticator=refreshing) as client:
+        server.dispatcher = dispatch
+        with pytest.raises(fastnet.ProtocolError, match="Too many follow-up requests: 21"):
+            client.get(server.url("/0"))
         assert server.request_count == 21
         assert_pool_clean(client)
 

@@ -317,6 +317,91 @@ def test_ssl_cert_file_is_honoured_with_trust_env(tls_server: MockServer, monkey
         client.get(tls_server.url("/"))
 
 
+class _BlacklistDns:
+    """Resolves ``app.test`` to 127.0.0.1 and records what ``connect_failed`` (the IP blacklist) hears."""
+
+    def __init__(self) -> None:
+        self.failed: list[Any] = []
+
+    def lookup(self, host: str) -> list[str]:
+        return ["127.0.0.1"]
+
+    def connect_failed(self, *args: Any) -> None:
+        self.failed.append(args)
+
+
+def _ca_environment(monkeypatch: Any, name: str, value: str) -> None:
+    """Only ``name`` of ``SSL_CERT_FILE``/``SSL_CERT_DIR`` set (to ``value``), no proxy variables; restored
+    after the test (monkeypatch). A failed context is not kept, so no other test sees it."""
+    for variable in (*PROXY_VARIABLES, "SSL_CERT_FILE", "SSL_CERT_DIR"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv(name, value)
+
+
+@pytest.mark.parametrize("content", [b"garbage\n", b""], ids=["garbage", "empty"])
+def test_ssl_cert_file_that_cannot_be_loaded_is_a_verification_error(
+    tls_server: MockServer, monkeypatch: Any, tmp_path: Any, content: bytes
+) -> None:
+    """The environment's CA file is loaded on the first HTTPS connection: one that holds no certificate
+    is a ``TlsVerificationError`` naming the variable and the file (not ``ssl.SSLError``), raised before
+    any connection is made: not a failed route, not retried, nothing for the DNS blacklist."""
+    bad = tmp_path / "bad.pem"
+    bad.write_bytes(content)
+    _ca_environment(monkeypatch, "SSL_CERT_FILE", str(bad))
+    dns = _BlacklistDns()
+    with make_fast_client(trust_env=True, dns=dns) as client:
+        for _ in range(2):  # the same answer each time: a failed context is not kept
+            with pytest.raises(fastnet.TlsVerificationError) as caught:
+                client.get(tls_server.url("/", host="app.test"))
+            text = str(caught.value)
+            assert f"SSL_CERT_FILE={str(bad)!r}" in text and "cannot be loaded" in text
+            assert caught.value.phase == "tls" and caught.value.recovered == []
+        assert client.route_database.failed_routes() == [] and dns.failed == []
+    assert tls_server.connection_count == 0
+
+
+def test_ssl_cert_file_that_cannot_be_loaded_fails_an_https_proxy_before_connecting(
+    server: MockServer, monkeypatch: Any, tmp_path: Any
+) -> None:
+    """The TLS to an HTTPS proxy needs the same context: it is built before the proxy is dialled, so the
+    error is not taken for a connect failure of the proxy's route (recorded, then the next route tried)."""
+    bad = tmp_path / "bad.pem"
+    bad.write_bytes(b"garbage\n")
+    _ca_environment(monkeypatch, "SSL_CERT_FILE", str(bad))
+    dns = _BlacklistDns()
+    proxy = fastnet.Proxy.https(server.host, server.port)
+    with make_fast_client(trust_env=True, dns=dns, proxy=proxy) as client:
+        with pytest.raises(fastnet.TlsVerificationError, match="SSL_CERT_FILE"):
+            client.get("http://app.test:9/")
+        assert client.route_database.failed_routes() == [] and dns.failed == []
+    assert server.connection_count == 0
+
+
+def test_ssl_cert_dir_of_garbage_is_named_by_the_verification_error(
+    tls_server: MockServer, monkeypatch: Any, tmp_path: Any
+) -> None:
+    """A directory is read certificate by certificate during handshakes: one that holds none the server's
+    chain needs fails verification, and the error says the CAs came from ``SSL_CERT_DIR``."""
+    (tmp_path / "0a1b2c3d.0").write_bytes(b"garbage\n")
+    _ca_environment(monkeypatch, "SSL_CERT_DIR", str(tmp_path))
+    with make_fast_client(trust_env=True) as client, pytest.raises(fastnet.TlsVerificationError) as caught:
+        client.get(tls_server.url("/"))
+    assert f"SSL_CERT_DIR={str(tmp_path)!r}" in str(caught.value)
+
+
+@pytest.mark.parametrize("content", [b"garbage\n", b""], ids=["garbage", "empty"])
+def test_verify_file_that_cannot_be_loaded_is_refused_when_the_client_is_made(
+    tmp_path: Any, content: bytes
+) -> None:
+    """``verify=`` is an argument: read when the client is made, a file without a certificate is a
+    ``ValueError`` there that names it (the environment's CAs are read on first use, above)."""
+    bad = tmp_path / "bad.pem"
+    bad.write_bytes(content)
+    with pytest.raises(ValueError, match="holds no PEM certificate") as caught:
+        make_fast_client(verify=str(bad))
+    assert str(bad) in str(caught.value)
+
+
 _LAZY_TLS_CHILD = """
 import sys
 import fastnet

@@ -121,6 +121,72 @@ def test_events_redirect_on_the_same_connection(server: MockServer) -> None:
     assert names.count("connection_acquired") == 1
 
 
+def _challenge(_request: Any) -> MockResponse:
+    return MockResponse(401, headers={"WWW-Authenticate": "Bearer"}, body=b"who are you")
+
+
+def test_events_auth_follow_ups_up_to_too_many(server: MockServer) -> None:
+    """OkHttp's order for an authenticator answering every 401 with fresh credentials: each 401's body
+    is read (and closed) before its ``follow_up_decision``, the 21st too, whose decision is None, and
+    then the call fails with "too many follow-up requests"."""
+    tokens = iter(range(100))
+
+    def fresh(route: Any, response: Any) -> Any:
+        return response.request.replace(
+            headers=response.request.headers.set("Authorization", f"Bearer t{next(tokens)}")
+        )
+
+    server.dispatcher = _challenge
+    listener = RecordingListener()
+    dns = FakeDns({"app.test": ["127.0.0.1"]})
+    with make_fast_client(event_listener=listener, dns=dns, authenticator=fresh) as client:
+        with pytest.raises(fastnet.ProtocolError, match="Too many follow-up requests: 21"):
+            client.get(server.url("/", host="app.test"))
+    hop = ["response_headers_start", "response_headers_end", "response_body_start", "response_body_end"]
+    again = ["follow_up_decision", "request_headers_start", "request_headers_end"]
+    assert listener.names() == [
+        *HEAD_AND_CONNECT,
+        *hop,
+        *(again + hop) * 20,
+        "follow_up_decision",
+        "connection_released",
+        "call_failed",
+    ]
+    decisions = [args[2] for name, args in listener.events if name == "follow_up_decision"]
+    assert len(decisions) == 21 and None not in decisions[:20] and decisions[20] is None
+    assert server.request_count == 21
+
+
+def test_events_refused_credentials_offered_again(server: MockServer) -> None:
+    """The stubborn authenticator (the refused credentials again): the second 401 is returned, decided on
+    its head as any returned response is, and its body is read after the decision."""
+
+    def stubborn(route: Any, response: Any) -> Any:
+        return response.request.replace(headers=response.request.headers.set("Authorization", "Bearer same"))
+
+    server.dispatcher = _challenge
+    names, r = run(server, lambda c, u: c.get(u), authenticator=stubborn)
+    assert r.status_code == 401 and r.text == "who are you" and len(r.history) == 1
+    assert names == [
+        *HEAD_AND_CONNECT,
+        "response_headers_start",
+        "response_headers_end",
+        "response_body_start",
+        "response_body_end",
+        "follow_up_decision",
+        "request_headers_start",
+        "request_headers_end",
+        "response_headers_start",
+        "response_headers_end",
+        "follow_up_decision",
+        "response_body_start",
+        "response_body_end",
+        "connection_released",
+        "call_end",
+    ]
+    assert server.request_count == 2
+
+
 def test_events_redirect_to_another_server(server: MockServer) -> None:
     with MockServer() as other:
         other.enqueue(MockResponse(200, body=b"there"))

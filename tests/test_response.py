@@ -4,10 +4,16 @@ against MockServer where I/O is involved."""
 from __future__ import annotations
 
 import array
+import functools
 import gzip
 import io
+import time
+import tracemalloc
+import zlib
 
+import brotli
 import pytest
+import zstandard
 from conftest import Twins, make_fast_client
 
 import fastnet
@@ -81,6 +87,100 @@ def test_response_iter_lines(server: MockServer, fast_client: fastnet.Client) ->
         assert list(r.iter_lines()) == ["one", "two", "thr"]
     with fast_client.stream("GET", server.url("/")) as r:
         assert list(r.iter_lines()) == ["a", "b"]
+
+
+def test_response_iter_lines_splits_only_at_line_ends(
+    server: MockServer, fast_client: fastnet.Client
+) -> None:
+    """``\\r\\n``, ``\\r`` and ``\\n`` end a line, also when a ``\\r\\n`` is cut between two pieces;
+    the other characters ``str.splitlines`` splits at (``\\v``, ``\\f``, U+0085, U+2028) are data."""
+    body = "a\x0bb\r\nc\rd\n\x85e\u2028f\r\n\r\ng\x0ch\r".encode()
+    expected = ["a\x0bb", "c", "d", "\x85e\u2028f", "", "g\x0ch"]
+    headers = {"Content-Type": "text/plain; charset=utf-8"}
+    for chunk_size in (1, 2, 3, None):
+        server.enqueue(MockResponse(200, headers=headers, body=body, chunked=True, chunk_size=chunk_size))
+        with fast_client.stream("GET", server.url("/")) as r:
+            assert list(r.iter_lines()) == expected, chunk_size
+
+
+def test_response_iter_lines_long_line_is_linear(server: MockServer, fast_client: fastnet.Client) -> None:
+    """A 16 MiB line in 16 KiB chunks is joined once it ends, not copied at every chunk (which took
+    seconds); the bound only proves it does not hang."""
+    line = b"x" * (16 << 20)
+    server.enqueue(MockResponse(200, body=line + b"\r\nend", chunked=True, chunk_size=16 << 10))
+    start = time.monotonic()
+    with fast_client.stream("GET", server.url("/")) as r:
+        lines = list(r.iter_lines())
+    assert time.monotonic() - start < 4
+    assert len(lines) == 2 and len(lines[0]) == len(line) and lines[1] == "end"
+
+
+@pytest.mark.parametrize("chunk_size", [1000, None])
+def test_response_iter_lines_longer_than_max_body_size(server: MockServer, chunk_size: int | None) -> None:
+    """A line of ``max_body_size`` characters is yielded, one more is ``BodyTooLargeError``, whether it
+    spans chunks or comes in one; the response is closed."""
+    body = b"a" * 4000 + b"\n" + b"b" * 4001 + b"\nnever"
+    server.enqueue(MockResponse(200, body=body, chunked=True, chunk_size=chunk_size))
+    with make_fast_client(max_body_size=4000) as client, client.stream("GET", server.url("/")) as r:
+        lines = r.iter_lines()
+        assert next(lines) == "a" * 4000
+        with pytest.raises(fastnet.BodyTooLargeError, match="max_body_size=4000") as info:
+            next(lines)
+        assert r.is_closed and info.value.phase == "read"
+
+
+def test_response_iter_bytes_chunk_size_is_linear(server: MockServer, fast_client: fastnet.Client) -> None:
+    """Regrouping 1 MiB decoded pieces into 16-byte ones, and 16 KiB chunks into one 32 MiB piece, costs
+    a copy or two per byte (slicing what is left of a piece per chunk, or adding each piece to a bytes
+    object, took many seconds); the bounds only prove it does not hang."""
+    body = bytes(range(256)) * (64 << 10)
+    server.enqueue(MockResponse(200, headers={"Content-Encoding": "gzip"}, body=gzip.compress(body, 1)))
+    server.enqueue(MockResponse(200, body=body * 2, chunked=True, chunk_size=16 << 10))
+    start = time.monotonic()
+    with fast_client.stream("GET", server.url("/")) as r:
+        pieces = list(r.iter_bytes(16))
+    assert time.monotonic() - start < 8
+    assert len(pieces) == len(body) // 16 and b"".join(pieces) == body
+    start = time.monotonic()
+    with fast_client.stream("GET", server.url("/")) as r:
+        pieces = list(r.iter_bytes(32 << 20))
+    assert time.monotonic() - start < 8
+    assert len(pieces) == 1 and pieces[0] == body * 2
+
+
+@functools.lru_cache
+def _zeros(coding: str) -> bytes:
+    """64 MiB of zeros compressed with ``coding``: a few KB that decode to 64 MiB."""
+    zeros = bytes(64 << 20)
+    if coding == "gzip":
+        return gzip.compress(zeros, 1)
+    if coding == "deflate":
+        return zlib.compress(zeros, 1)
+    if coding == "br":
+        return brotli.compress(zeros, quality=1)
+    return zstandard.ZstdCompressor(level=1).compress(zeros)
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br", "zstd"])
+def test_response_decoded_pieces_are_at_most_1_mib(
+    server: MockServer, fast_client: fastnet.Client, coding: str
+) -> None:
+    """Every coding's decoder hands ``iter_bytes()`` pieces of at most 1 MiB, and a 64 MiB bomb streams
+    through in bounded memory (brotli's output limit is only a hint: its pieces were 2 MiB, and the
+    stream then ended short)."""
+    server.enqueue(MockResponse(200, headers={"Content-Encoding": coding}, body=_zeros(coding)))
+    total = largest = 0
+    tracemalloc.start()
+    try:
+        with fast_client.stream("GET", server.url("/")) as r:
+            for piece in r.iter_bytes():
+                total += len(piece)
+                largest = max(largest, len(piece))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert total == 64 << 20 and largest <= 1 << 20
+    assert peak < 16 << 20
 
 
 def test_response_content_after_stream_read(server: MockServer, fast_client: fastnet.Client) -> None:
@@ -176,6 +276,19 @@ def test_response_readinto_decoded_pieces(
     with fast_client.stream("GET", server.url("/")) as r:
         assert _read_all_into(r, 1000) == body
     assert fast_client.connection_pool.idle_connection_count() == 1
+
+
+def test_response_readinto_small_buffer_is_linear(server: MockServer, fast_client: fastnet.Client) -> None:
+    """A 1 MiB decoded piece read into a 64-byte buffer is handed out from one view of it, not by copying
+    what is left of it at every call (which made a 16 MiB gzip body take many seconds); the bound only
+    proves it does not hang."""
+    body = bytes(16 << 20)  # zeros: every decoded piece is a full 1 MiB
+    server.enqueue(MockResponse(200, body=gzip.compress(body, 1), headers={"Content-Encoding": "gzip"}))
+    start = time.monotonic()
+    with fast_client.stream("GET", server.url("/")) as r:
+        got = _read_all_into(r, 64)
+    assert time.monotonic() - start < 6
+    assert got == body
 
 
 def test_response_iter_into_and_write_to(server: MockServer, fast_client: fastnet.Client) -> None:

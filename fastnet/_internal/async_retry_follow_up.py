@@ -29,8 +29,10 @@ Follow-up rules (OkHttp's, except where the README's table of deliberate differe
 * **401** asks ``authenticator``; **407** asks ``proxy_authenticator``, but only for the proxy's own
   challenge to a plain-http request sent through an HTTP proxy. A 407 that came through a CONNECT tunnel
   was written by the origin and is returned as a response; a 407 without any proxy is a
-  ``ProtocolError``. An answer that repeats the very credentials that were just rejected is not sent
-  again (no storm of identical requests up to the follow-up limit).
+  ``ProtocolError``. An answer that repeats the very credentials that were just rejected (set or added
+  again, for the same URL) is not sent again: no storm of identical requests up to the follow-up limit,
+  where OkHttp sends them 20 times. Fresh credentials are sent each time, and redirects and answers to
+  challenges count together towards ``max_follow_ups``.
 * **408** is retried once when retries are on, the body can be replayed, the previous response was not
   a 408 and ``Retry-After`` is absent or 0. **503** is retried once only with ``Retry-After: 0`` and
   retries on. ``Retry-After`` values that are huge, dates or garbage mean "later": no retry.

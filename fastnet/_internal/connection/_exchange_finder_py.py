@@ -324,6 +324,10 @@ class ExchangeFinder:
                 if not self.pending:
                     continue
             routes = self.pending
+            if routes[0].proxy.tls:
+                # TLS to the proxy: its context is built before the proxy is dialled, so a CA file that
+                # cannot be loaded is the call's error, not a failure of this route
+                connector.tls_context()
             if routes[0].proxy.type is _SOCKS:
                 try:
                     self._proxy_ip(routes[0].proxy)

@@ -154,6 +154,17 @@ def shared_ssl_context(key: Any) -> ssl.SSLContext:
 
 
 _ENV_CONTEXTS: dict[Any, ssl.SSLContext] = {}
+
+
+def _ca_source(key: tuple[str, str | None, str | None]) -> str:
+    """``SSL_CERT_FILE='...'`` and/or ``SSL_CERT_DIR='...'``: where an environment context's CAs are."""
+    _env, cafile, capath = key
+    named = [
+        f"{name}={path!r}" for name, path in (("SSL_CERT_FILE", cafile), ("SSL_CERT_DIR", capath)) if path
+    ]
+    return " and ".join(named)
+
+
 _WARNED: set[tuple[str, str]] = set()
 
 
@@ -225,7 +236,17 @@ def _new_context(verify: Any) -> ssl.SSLContext:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     elif isinstance(verify, tuple):  # ("env", SSL_CERT_FILE, SSL_CERT_DIR)
-        context = ssl.create_default_context(cafile=verify[1], capath=verify[2])
+        try:
+            context = ssl.create_default_context(cafile=verify[1], capath=verify[2])
+        except OSError as exc:  # ssl.SSLError too: a file of garbage, an empty one, one gone since
+            reason = getattr(exc, "reason", None) or exc.strerror or exc
+            # the file is read now; a directory only when a handshake looks a certificate up in it
+            source = f"SSL_CERT_FILE={verify[1]!r}" if verify[1] else _ca_source(verify)
+            raise TlsVerificationError(
+                f"the CA certificates of {source} cannot be loaded ({reason}): no server certificate can "
+                "be verified",
+                phase="tls",
+            ) from None
     elif isinstance(verify, (str, os.PathLike)):
         path = os.fspath(verify)
         if os.path.isdir(path):
@@ -316,7 +337,7 @@ def wrap_tls(
             tls.settimeout(None)
     except OSError as exc:  # ssl's errors and socket timeouts are all OSErrors
         close_quietly(sock)
-        raise tls_failure(exc, host, port) from exc
+        raise tls_failure(exc, host, port, context) from exc
     if events is not None:
         events.secure_connect_end(user, tls.version())
     return tls
@@ -346,7 +367,7 @@ async def wrap_tls_async(
         await conn.start_tls(context, host, timeout)
     except OSError as exc:
         conn.close()
-        raise tls_failure(exc, host, port) from exc
+        raise tls_failure(exc, host, port, context) from exc
     finally:
         offer.session = None
         OFFERED_SESSION.reset(token)
@@ -355,13 +376,16 @@ async def wrap_tls_async(
         events.secure_connect_end(user, conn.tls_version)
 
 
-def tls_failure(exc: OSError, host: str, port: int) -> NetworkError:
+def tls_failure(exc: OSError, host: str, port: int, context: ssl.SSLContext | None = None) -> NetworkError:
     """What a failed handshake with ``host:port`` raises: ``TlsVerificationError`` for an untrusted
-    certificate or a host name it does not match, ``ConnectTimeout`` when it timed out, else ``TlsError``."""
+    certificate or a host name it does not match (naming ``SSL_CERT_FILE``/``SSL_CERT_DIR`` when
+    ``context``'s CAs came from them), ``ConnectTimeout`` when it timed out, else ``TlsError``."""
     if isinstance(exc, ssl.SSLCertVerificationError):
-        return TlsVerificationError(
-            f"certificate verification failed for {host}: {exc.verify_message}", phase="tls"
-        )
+        message = f"certificate verification failed for {host}: {exc.verify_message}"
+        for key, shared in list(_ENV_CONTEXTS.items()):
+            if shared is context:
+                message += f" (the trusted CAs are those of {_ca_source(key)})"
+        return TlsVerificationError(message, phase="tls")
     if isinstance(exc, ssl.CertificateError):
         return TlsVerificationError(f"hostname {host} not verified: {exc}", phase="tls")
     if isinstance(exc, ssl.SSLWantReadError):  # SO_RCVTIMEO expired under the outer TLS socket

@@ -115,7 +115,7 @@ class Exchange(ResponseBodySource):
     headers_started: bool  # response_headers_start has been reported
     body_started: bool  # response_body_start has been reported
     timings: Timings | None  # what the response's timings are made of (this exchange's timestamps)
-    pending: bytes | None  # a decoded piece readinto() could not fit (unset until then: getattr)
+    pending: memoryview | None  # what readinto() could not fit of a decoded piece (unset until then)
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -369,9 +369,9 @@ class Exchange(ResponseBodySource):
         (the blocking client's), goes from the socket straight into ``buffer`` once the bytes that came
         with the head are used up; any other body is copied in from its decoded pieces."""
         pending = getattr(self, "pending", None)
-        if pending:
+        if pending:  # a view: handing out its rest costs no copy of it (slicing bytes did, per call)
             n = len(pending) if len(pending) < len(buffer) else len(buffer)
-            buffer[:n] = memoryview(pending)[:n]
+            buffer[:n] = pending[:n]
             self.pending = pending[n:]
             return n
         if self.done:
@@ -390,7 +390,7 @@ class Exchange(ResponseBodySource):
         n = len(data)
         if n > len(buffer):
             n = len(buffer)
-            self.pending = data[n:]
+            self.pending = memoryview(data)[n:]
         buffer[:n] = memoryview(data)[:n]
         return n
 
@@ -510,6 +510,9 @@ class Exchange(ResponseBodySource):
         if len(parts) == 1:
             return parts[0]
         return b"".join(parts)
+
+    def body_limit(self) -> int:
+        return self.user.max_body_size
 
     def _too_large(self, what: str) -> None:
         err = BodyTooLargeError(

@@ -121,7 +121,7 @@ class AsyncExchange(ResponseBodySource):
     headers_started: bool  # response_headers_start has been reported
     body_started: bool  # response_body_start has been reported
     timings: Timings | None  # what the response's timings are made of (this exchange's timestamps)
-    pending: bytes | None  # a decoded piece readinto() could not fit (unset until then: getattr)
+    pending: memoryview | None  # what readinto() could not fit of a decoded piece (unset until then)
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -375,9 +375,9 @@ class AsyncExchange(ResponseBodySource):
         (the blocking client's), goes from the socket straight into ``buffer`` once the bytes that came
         with the head are used up; any other body is copied in from its decoded pieces."""
         pending = getattr(self, "pending", None)
-        if pending:
+        if pending:  # a view: handing out its rest costs no copy of it (slicing bytes did, per call)
             n = len(pending) if len(pending) < len(buffer) else len(buffer)
-            buffer[:n] = memoryview(pending)[:n]
+            buffer[:n] = pending[:n]
             self.pending = pending[n:]
             return n
         if self.done:
@@ -396,7 +396,7 @@ class AsyncExchange(ResponseBodySource):
         n = len(data)
         if n > len(buffer):
             n = len(buffer)
-            self.pending = data[n:]
+            self.pending = memoryview(data)[n:]
         buffer[:n] = memoryview(data)[:n]
         return n
 
@@ -516,6 +516,9 @@ class AsyncExchange(ResponseBodySource):
         if len(parts) == 1:
             return parts[0]
         return b"".join(parts)
+
+    def body_limit(self) -> int:
+        return self.user.max_body_size
 
     def _too_large(self, what: str) -> None:
         err = BodyTooLargeError(

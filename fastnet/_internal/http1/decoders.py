@@ -10,10 +10,15 @@ piece at a time), so every codec here honours it:
 
 * gzip and deflate are zlib's own ``max_length``; deflate takes both the zlib-wrapped form RFC 9110
   means and the raw form some servers send (as browsers, curl and urllib3 do);
-* br needs ``brotli`` >= 1.2 (``output_buffer_limit``); an older one is not offered;
+* br needs ``brotli`` >= 1.2 (``output_buffer_limit``); an older one is not offered. That limit is a
+  hint, not a bound (brotli 1.2 grows its output buffer in steps and stops once it reaches the limit:
+  nearly twice ``max_length`` for 1 MiB), so the decoder asks for half of ``max_length`` and splits
+  what still comes out longer; after a piece that filled the hint it asks again with no input, since
+  brotli may still hold output once it says it can take more input;
 * zstd (``zstandard``, whose decompressor has no output limit) is fed one frame header or block at a
-  time: the format caps a block's decoded size at 128 KiB, so a call decodes at most
-  ``max_length`` + 128 KiB. Windows are limited to 8 MiB as RFC 9659 asks of HTTP's zstd.
+  time: the format caps a block's decoded size at 128 KiB, so a call decodes whole blocks up to
+  ``max_length`` (one block when ``max_length`` is smaller). Windows are limited to 8 MiB as RFC 9659
+  asks of HTTP's zstd.
 
 ``ACCEPT_ENCODING`` is what the Bridge offers: ``gzip, deflate``, then ``br`` and ``zstd`` when available
 (what requests and httpx send with the same packages installed).
@@ -86,29 +91,41 @@ class _Deflate:
 
 
 class _Brotli:
-    """``br`` with ``brotli`` >= 1.2: ``output_buffer_limit`` bounds each piece."""
+    """``br`` with ``brotli`` >= 1.2: ``output_buffer_limit`` bounds each piece (with the split above)."""
 
-    __slots__ = ("_obj",)
+    __slots__ = ("_obj", "_held", "_full")
 
     def __init__(self) -> None:
         self._obj = brotli.Decompressor()
+        self._held = b""  # decoded output beyond the last piece's max_length
+        self._full = False  # the last call filled its output hint: brotli may hold more
 
     def decompress(self, data: bytes, max_length: int) -> bytes:
-        if data is _PENDING:
-            data = b""
-        try:
-            out: bytes = self._obj.process(data, output_buffer_limit=max_length)
-        except brotli.error as exc:
-            raise DecodeError(str(exc) or "corrupt brotli stream") from exc
+        out: bytes = self._held
+        if not out:
+            if data is _PENDING:
+                data = b""
+            hint = max_length >> 1 or 1
+            try:
+                out = self._obj.process(data, output_buffer_limit=hint)
+            except brotli.error as exc:
+                raise DecodeError(str(exc) or "corrupt brotli stream") from exc
+            self._full = len(out) >= hint
+        if len(out) > max_length:
+            self._held = out[max_length:]
+            return out[:max_length]
+        self._held = b""
         return out
 
     @property
     def unconsumed_tail(self) -> bytes:
-        return b"" if self._obj.can_accept_more_data() else _PENDING
+        if self._held or self._full or not self._obj.can_accept_more_data():
+            return _PENDING
+        return b""
 
     @property
     def eof(self) -> bool:
-        return bool(self._obj.is_finished())
+        return not self._held and bool(self._obj.is_finished())
 
     def flush(self) -> bytes:
         return b""
