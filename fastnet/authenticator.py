@@ -12,8 +12,9 @@ request to send next (normally ``response.request`` with an ``Authorization`` or
 
 Authenticators must stop on their own when their credentials are refused: the request that was
 refused is ``response.request`` and earlier answers are on ``response.prior_response``.
-:class:`BasicAuthenticator` does that, and the call itself never re-sends credentials that were just
-rejected, so a misbehaving authenticator costs one extra request, not twenty.
+:class:`BasicAuthenticator` does that. The call sends whatever an authenticator answers, as OkHttp does
+(a server may refuse the same credentials a few times before it accepts them); one that never gives up
+runs into the follow-up limit (20), and the call fails with "Too many follow-up requests".
 
 :func:`parse_challenges` reads ``WWW-Authenticate``/``Proxy-Authenticate`` values per RFC 9110 §11
 (``Response.challenges()`` uses it).

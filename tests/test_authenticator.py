@@ -221,10 +221,10 @@ def test_authenticator_401_without_www_authenticate(server):
 
 
 @pytest.mark.parametrize("how", ["set", "add"])
-def test_authenticator_same_credentials_forever_is_not_a_storm(server, how):
-    """fastnet's deliberate difference from OkHttp (whose test authenticator adds the same credential
-    to every retry, 20 times): an answer that offers only the credentials just refused, set again or
-    added again, is not sent; the challenge is returned after 2 requests, with its body."""
+def test_authenticator_same_credentials_forever_stops_at_21(server, how):
+    """OkHttp's scenario (its test authenticator adds the same credential to every retry): whatever the
+    authenticator answers is sent, 20 times, and the 21st answer is the "too many follow-up requests"
+    error. Giving up on refused credentials is the authenticator's job (``BasicAuthenticator`` does)."""
     calls = []
 
     def stubborn(route, response):
@@ -236,9 +236,30 @@ def test_authenticator_same_credentials_forever_is_not_a_storm(server, how):
 
     with make_client(authenticator=stubborn) as client:
         server.dispatcher = lambda rec: challenge_401("Bearer")
+        with pytest.raises(fastnet.ProtocolError, match="Too many follow-up requests: 21"):
+            client.get(server.url("/"))
+        assert server.request_count == 21 and len(calls) == 21
+        assert server.take_request(timeout=1).header("Authorization") is None
+        for _ in range(20):
+            assert "Bearer same" in server.take_request(timeout=1).header_values("Authorization")
+        assert_pool_clean(client)
+
+
+def test_authenticator_same_credentials_accepted_on_the_fourth_try(server):
+    """OkHttp's ``authenticateWithGet``: three 401s, then the server accepts the same credentials."""
+
+    def same(route, response):
+        return response.request.replace(headers=response.request.headers.set("Authorization", GOOD))
+
+    with make_client(authenticator=same) as client:
+        for _ in range(3):
+            server.enqueue(challenge_401("Basic"))
+        server.enqueue(MockResponse(200, body=b"Successful auth!"))
         r = client.get(server.url("/"))
-        assert r.status_code == 401 and r.text == "who are you" and len(r.history) == 1
-        assert server.request_count == 2 and len(calls) == 2
+        assert r.text == "Successful auth!" and [h.status_code for h in r.history] == [401, 401, 401]
+        assert server.take_request().header("Authorization") is None
+        for _ in range(3):
+            assert server.take_request().header("Authorization") == GOOD
         assert_pool_clean(client)
 
 

@@ -157,25 +157,24 @@ def test_events_auth_follow_ups_up_to_too_many(server: MockServer) -> None:
     assert server.request_count == 21
 
 
-def test_events_refused_credentials_offered_again(server: MockServer) -> None:
-    """The stubborn authenticator (the refused credentials again): the second 401 is returned, decided on
-    its head as any returned response is, and its body is read after the decision."""
+def test_events_same_credentials_until_accepted(server: MockServer) -> None:
+    """An authenticator that offers the same credentials again gets them sent (as OkHttp does): a 401's
+    body is read before its ``follow_up_decision``; the accepted response's after it."""
 
-    def stubborn(route: Any, response: Any) -> Any:
+    def same(route: Any, response: Any) -> Any:
         return response.request.replace(headers=response.request.headers.set("Authorization", "Bearer same"))
 
-    server.dispatcher = _challenge
-    names, r = run(server, lambda c, u: c.get(u), authenticator=stubborn)
-    assert r.status_code == 401 and r.text == "who are you" and len(r.history) == 1
+    server.enqueue(_challenge(None), _challenge(None), MockResponse(200, body=b"in"))
+    names, r = run(server, lambda c, u: c.get(u), authenticator=same)
+    assert r.text == "in" and len(r.history) == 2
+    hop = ["response_headers_start", "response_headers_end", "response_body_start", "response_body_end"]
+    again = ["follow_up_decision", "request_headers_start", "request_headers_end"]
     assert names == [
         *HEAD_AND_CONNECT,
-        "response_headers_start",
-        "response_headers_end",
-        "response_body_start",
-        "response_body_end",
-        "follow_up_decision",
-        "request_headers_start",
-        "request_headers_end",
+        *hop,
+        *again,
+        *hop,
+        *again,
         "response_headers_start",
         "response_headers_end",
         "follow_up_decision",
@@ -184,7 +183,26 @@ def test_events_refused_credentials_offered_again(server: MockServer) -> None:
         "connection_released",
         "call_end",
     ]
-    assert server.request_count == 2
+    assert server.request_count == 3
+
+
+@pytest.mark.parametrize("status", [200, 401])
+def test_events_empty_body_ends_before_the_follow_up_decision(server: MockServer, status: int) -> None:
+    """A returned response with ``Content-Length: 0`` has no body to read: as in OkHttp (whose body source
+    completes as it is opened), its body events come before the ``follow_up_decision``."""
+    server.enqueue(MockResponse(status, headers={"Content-Length": "0"}))
+    names, r = run(server, lambda c, u: c.get(u))
+    assert r.status_code == status and r.content == b""
+    assert names == [
+        *HEAD_AND_CONNECT,
+        "response_headers_start",
+        "response_headers_end",
+        "response_body_start",
+        "response_body_end",
+        "follow_up_decision",
+        "connection_released",
+        "call_end",
+    ]
 
 
 def test_events_redirect_to_another_server(server: MockServer) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from fastnet._internal.chain import InternalInterceptor
 from fastnet._internal.http1.codec import expects_continue, open_response, request_framing, request_head
-from fastnet._internal.http1.parser import BODY_NONE
+from fastnet._internal.http1.parser import BODY_LENGTH, BODY_NONE
 from fastnet.exceptions import NetworkError
 from fastnet.timings import new_timings
 
@@ -74,8 +74,8 @@ class CallServerInterceptor(InternalInterceptor):
         events = call.events
         if events is not None:
             events.response_headers_end(call, response)  # (the exchange reported the start)
-        if body_mode == BODY_NONE:
-            exchange.finish(True)
+        if body_mode == BODY_NONE or (body_mode == BODY_LENGTH and parsed[5] == 0):
+            exchange.finish(True)  # nothing to read: the body's events come before the follow-up decision
         else:
             if response.status_code == 101:
                 conn.no_new_exchanges = True

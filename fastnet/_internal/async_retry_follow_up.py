@@ -29,10 +29,10 @@ Follow-up rules (OkHttp's, except where the README's table of deliberate differe
 * **401** asks ``authenticator``; **407** asks ``proxy_authenticator``, but only for the proxy's own
   challenge to a plain-http request sent through an HTTP proxy. A 407 that came through a CONNECT tunnel
   was written by the origin and is returned as a response; a 407 without any proxy is a
-  ``ProtocolError``. An answer that repeats the very credentials that were just rejected (set or added
-  again, for the same URL) is not sent again: no storm of identical requests up to the follow-up limit,
-  where OkHttp sends them 20 times. Fresh credentials are sent each time, and redirects and answers to
-  challenges count together towards ``max_follow_ups``.
+  ``ProtocolError``. Whatever an authenticator answers is sent, as OkHttp sends it: giving up is the
+  authenticator's decision (``BasicAuthenticator`` and ``auth=`` give up once their credentials were
+  refused), and the follow-up limit bounds one that never does. Redirects and answers to challenges
+  count together towards ``max_follow_ups``: the 21st follow-up is "Too many follow-up requests".
 * **408** is retried once when retries are on, the body can be replayed, the previous response was not
   a 408 and ``Retry-After`` is absent or 0. **503** is retried once only with ``Retry-After: 0`` and
   retries on. ``Retry-After`` values that are huge, dates or garbage mean "later": no retry.
@@ -204,16 +204,14 @@ async def follow_up_request(client: ClientCore, follow_redirects: int, response:
     if status in REDIRECT_CODES:
         return build_redirect(client, follow_redirects, response, request)
     if status == 401:
-        answer = await authenticate(client.authenticator, response.route, response)
-        return _unless_repeated(answer, request, "authorization")
+        return await authenticate(client.authenticator, response.route, response)
     if status == 407:
         route = response.route
         if route is None or route.proxy.type is not ProxyType.HTTP:
             raise ProtocolError("Received HTTP_PROXY_AUTH (407) code while not using proxy", url=request.url)
         if route.requires_tunnel:
             return None  # the origin wrote this 407 inside the tunnel: not the proxy's challenge
-        answer = await authenticate(client.proxy_authenticator, route, response)
-        return _unless_repeated(answer, request, "proxy-authorization")
+        return await authenticate(client.proxy_authenticator, route, response)
     if status == 408:
         if not client.retry_on_connection_failure:
             return None
@@ -269,16 +267,6 @@ async def authenticate(authenticator: Any, route: Route | None, response: Respon
             f"authenticator {authenticator!r} returned {type(answer).__name__}; "
             "expected a fastnet.Request or None"
         )
-    return answer
-
-
-def _unless_repeated(answer: Request | None, request: Request, header: str) -> Request | None:
-    """Drop an answer that carries exactly the credentials the server just rejected."""
-    if answer is None:
-        return None
-    sent = request.headers.get(header)
-    if sent is not None and answer.headers.get(header) == sent and answer.url == request.url:
-        return None
     return answer
 
 
