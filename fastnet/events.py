@@ -10,10 +10,11 @@ The order, for a plain GET on a new connection: ``call_start``, ``proxy_select_s
 ``connection_acquired``, ``request_headers_start``/``end``, (``request_body_start``/``end``),
 ``response_headers_start``/``end``, ``follow_up_decision``, ``response_body_start``/``end`` (when the
 body is read; a body known to be empty, as with ``Content-Length: 0``, HEAD, 204 or 304, ends before the
-``follow_up_decision``, as in OkHttp), ``connection_released``, ``call_end``. A pooled connection skips from ``call_start`` to
-``connection_acquired``; a redirect on the same connection keeps it (no second acquire); a failed
-exchange reports ``response_failed`` and ``retry_decision`` before ``connection_released``; an enqueued
-call that had to wait reports ``dispatcher_queue_start`` and ``dispatcher_queue_end``.
+``follow_up_decision``, as in OkHttp), ``connection_released``, ``call_end``. A pooled connection skips
+from ``call_start`` to ``connection_acquired``; a redirect on the same connection keeps it (no second
+acquire); a failed exchange reports ``response_failed`` and ``retry_decision`` before
+``connection_released``; an enqueued call that had to wait reports ``dispatcher_queue_start`` and
+``dispatcher_queue_end``.
 
 >>> class Timing(fastnet.EventListener):
 ...     def call_start(self, call): self.t0 = time.perf_counter()
