@@ -343,3 +343,76 @@ def test_session_reads_the_proxy_environment_once_per_host(
         assert "fastnet-squid" in again.headers.get("Via", "")  # what it read the first time
         session.trust_env = False
         assert "Via" not in session.get(testbed.url("/whoami", host="127.0.0.2"), timeout=5).headers
+
+
+def test_closing_the_session_leaves_a_streamed_body_readable(server: MockServer) -> None:
+    """``requests.get(url, stream=True)`` closes its session before returning: as the stock adapter, the
+    connection the body streams from stays open until the body is read, then is closed, not pooled."""
+    body = b"x" * 200_000
+    server.enqueue(
+        MockResponse(200, body=b"idle"), MockResponse(200, body=body, chunked=True, chunk_size=10_000)
+    )
+    adapter = FastnetAdapter()
+    with requests.Session() as s:
+        s.trust_env = False
+        s.mount("http://", adapter)
+        assert s.get(server.url("/idle")).content == b"idle"  # leaves an idle connection
+        r = s.get(server.url("/"), stream=True)
+    pool = adapter.client.connection_pool
+    assert pool.idle_connection_count() == 0  # the idle one was closed with the session
+    assert r.content == body
+    assert pool.connection_count() == 0  # the streamed one once its body was read
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    "timeout",
+    ["foo", -1, 0, True, (1, 2, 3), ("a", 1), (1, -2), [1, 2]],
+    ids=["text", "negative", "zero", "bool", "three", "text-in-tuple", "negative-in-tuple", "list"],
+)
+def test_bad_timeouts_raise_the_stock_value_error(engine: str, timeout: Any, server: MockServer) -> None:
+    import urllib3
+
+    with requests.Session() as s:
+        s.trust_env = False
+        if engine == "fastnet":
+            s.mount("http://", FastnetAdapter())
+        with pytest.raises(ValueError) as raised:
+            s.get(server.url("/"), timeout=timeout)
+        if isinstance(timeout, tuple):
+            assert str(raised.value).startswith(f"Invalid timeout {timeout}.")
+        else:
+            with pytest.raises(ValueError) as urllib3_says:
+                urllib3.Timeout(connect=timeout, read=timeout)
+            assert str(raised.value) == str(urllib3_says.value)
+        for good in (urllib3.Timeout(connect=5, read=None), 2.5, (None, 5)):
+            server.enqueue(MockResponse(200, body=b"ok"))
+            assert s.get(server.url("/"), timeout=good).content == b"ok"
+    assert server.request_count == 3  # the bad timeout sent nothing
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_refused_proxy_is_a_proxy_error(engine: str, testbed: Any) -> None:
+    refused = f"http://{testbed.refused[0]}:{testbed.refused[1]}"
+    with requests.Session() as s:
+        s.trust_env = False
+        if engine == "fastnet":
+            s.mount("http://", FastnetAdapter())
+        with pytest.raises(requests.exceptions.ProxyError):
+            s.get(testbed.url("/whoami"), proxies={"http": refused}, timeout=5)
+
+
+def test_unresolvable_http_proxy_is_a_proxy_error(testbed: Any) -> None:
+    """The stock adapter wraps a failure to reach the proxy, its name unresolvable included, in
+    ``ProxyError`` (the name is resolved by the testbed's unbound, which knows no ``nope.test``)."""
+    from fastnet.dns import UdpDns
+
+    with requests.Session() as s:
+        s.trust_env = False
+        s.mount("http://", FastnetAdapter(dns=UdpDns(*testbed.unbound)))
+        for proxy in ("http://nope.test:3128", "https://nope.test:3129"):
+            with pytest.raises(requests.exceptions.ProxyError):
+                s.get(testbed.url("/whoami"), proxies={"http": proxy}, timeout=5)
+        with pytest.raises(requests.exceptions.ConnectionError) as raised:  # the origin's name: not the proxy
+            s.get("http://nope.test/", timeout=5)
+        assert not isinstance(raised.value, requests.exceptions.ProxyError)
