@@ -434,3 +434,21 @@ def test_async_transport_on_trio_says_it_runs_on_asyncio(server: MockServer) -> 
 
     with pytest.raises(RuntimeError, match="asyncio only.*trio"):
         trio.run(main)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_407_from_a_site_is_a_response(engine: str, server: MockServer) -> None:
+    """No proxy, so nothing to authenticate to: httpx's transport returns the site's 407."""
+    server.enqueue(MockResponse(407, headers=[("Proxy-Authenticate", 'Basic realm="site"')], body=b"who?"))
+    transport = _transport(engine)
+
+    async def in_asyncio() -> Any:
+        async with httpx.AsyncClient(transport=transport) as c:
+            return await c.get(server.url("/"))
+
+    if engine.endswith("async"):
+        r = asyncio.run(asyncio.wait_for(in_asyncio(), 20))
+    else:
+        with httpx.Client(transport=transport) as c:
+            r = c.get(server.url("/"))
+    assert r.status_code == 407 and r.content == b"who?"

@@ -416,3 +416,15 @@ def test_unresolvable_http_proxy_is_a_proxy_error(testbed: Any) -> None:
         with pytest.raises(requests.exceptions.ConnectionError) as raised:  # the origin's name: not the proxy
             s.get("http://nope.test/", timeout=5)
         assert not isinstance(raised.value, requests.exceptions.ProxyError)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_407_from_a_site_is_a_response(engine: str, server: MockServer) -> None:
+    """No proxy, so nothing to authenticate to: the stock adapter returns the site's 407."""
+    server.enqueue(MockResponse(407, headers=[("Proxy-Authenticate", 'Basic realm="site"')], body=b"who?"))
+    with requests.Session() as s:
+        s.trust_env = False
+        if engine == "fastnet":
+            s.mount("http://", FastnetAdapter())
+        r = s.get(server.url("/"), timeout=5)
+    assert r.status_code == 407 and r.content == b"who?"
