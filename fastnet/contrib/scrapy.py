@@ -32,7 +32,8 @@ connections, at most ``CONCURRENT_REQUESTS_PER_DOMAIN`` per host. TLS uses Scrap
 (``DOWNLOAD_VERIFY_CERTIFICATES``, ``DOWNLOAD_TLS_MIN_VERSION``..., ciphers). fastnet's errors become
 Scrapy's: ``DownloadTimeoutError``, ``CannotResolveHostError``, ``DownloadConnectionRefusedError``
 (refused connections, a SOCKS proxy that refuses), ``TunnelError`` (a proxy that answers the CONNECT with
-something other than 2xx, as Scrapy's HTTP/1.1 handler raises it), ``DownloadFailedError`` (TLS failures,
+something other than 2xx, as Scrapy's HTTP/1.1 handler raises it, or with something that is not HTTP, or
+closes before its answer is complete), ``DownloadFailedError`` (TLS failures,
 a peer that closed or broke HTTP/1.1), ``UnsupportedURLSchemeError``; the retry middleware knows them.
 
 ``bindaddress`` meta and ``DOWNLOAD_BIND_ADDRESS`` bind the sockets to that local IP address (their port
@@ -165,9 +166,12 @@ class FastnetDownloadHandler(_Base):
         except fastnet.UnknownHostError as exc:
             raise CannotResolveHostError(str(exc)) from exc
         except fastnet.ProxyError as exc:
-            if exc.status_code is not None:  # the proxy answered the CONNECT, and not with a 2xx
-                raise TunnelError(str(exc)) from exc
-            raise DownloadConnectionRefusedError(str(exc)) from exc
+            if exc.proxy is None or exc.proxy.type is not fastnet.ProxyType.HTTP:
+                raise DownloadConnectionRefusedError(str(exc)) from exc  # a SOCKS proxy refused or failed
+            if isinstance(exc.__cause__, (TimeoutError, BlockingIOError)):  # no answer in time
+                raise DownloadTimeoutError(f"Getting {url} took longer than {timeout} seconds.") from exc
+            # the CONNECT failed: another status than 2xx, garbage, or a reply cut short
+            raise TunnelError(str(exc)) from exc
         except fastnet.TlsError as exc:
             raise DownloadFailedError(str(exc)) from exc
         except fastnet.ConnectError as exc:

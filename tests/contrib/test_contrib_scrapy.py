@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -416,3 +417,83 @@ def _drain(server: MockServer) -> list[Any]:
             out.append(server.take_request(timeout=0.2))
         except TimeoutError:
             return out
+
+
+# ------------------------------------------------------------------------- proxies that misbehave
+
+#: What the proxy below answers a CONNECT with, by the port the CONNECT asks for; the expected error, and
+#: where the default handler differs.
+_CONNECT_REPLIES: dict[int, tuple[bytes, str, str]] = {
+    10001: (b"garbage that is not HTTP\r\n\r\n", "TunnelError", "TunnelError"),
+    10002: (b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n", "TunnelError", "TunnelError"),
+    # cut short, then closed: the default handler waits for the end of the head until download_timeout
+    10003: (b"HTTP/1.1 200 Conn", "TunnelError", "DownloadTimeoutError"),
+    10004: (b"SSH-2.0-OpenSSH_9.6\r\n", "TunnelError", "DownloadTimeoutError"),
+}
+
+
+@pytest.fixture(scope="module")
+def bad_connect_proxy() -> Iterator[str]:
+    """A proxy that answers each CONNECT with ``_CONNECT_REPLIES[port]`` and closes."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(5)
+                head = b""
+                try:
+                    while b"\r\n\r\n" not in head and len(head) < 65536:
+                        data = conn.recv(4096)
+                        if not data:
+                            break
+                        head += data
+                    port = int(head.split(b" ", 2)[1].rpartition(b":")[2])
+                    conn.sendall(_CONNECT_REPLIES[port][0])
+                except (OSError, ValueError, IndexError, KeyError):
+                    pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    thread.join(5)
+    listener.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_malformed_connect_replies_and_a_407_from_a_site(
+    engine: str, bad_connect_proxy: str, server: MockServer, tmp_path: Path
+) -> None:
+    """A CONNECT answered with garbage, another status than 200 or a head cut short is Scrapy's
+    ``TunnelError``; a 407 from a site reached without a proxy is a response, as the default handler
+    returns it."""
+    server.enqueue(MockResponse(407, headers=[("Proxy-Authenticate", 'Basic realm="site"')], body=b"who?"))
+    cases = [
+        {
+            "id": str(port),
+            "url": f"https://127.0.0.1:{port}/",
+            "method": "GET",
+            "body": None,
+            "headers": [],
+            "timeout": 1.5,
+            "proxy": bad_connect_proxy,
+            "header_names": [],
+        }
+        for port in _CONNECT_REPLIES
+    ]
+    cases.append({**cases[0], "id": "site-407", "url": server.url("/"), "proxy": None, "timeout": 5})
+    spec, out = tmp_path / "spec.json", tmp_path / "out.json"
+    spec.write_text(json.dumps({"cases": cases}))
+    child("table", engine, str(spec), str(out))
+    results = json.loads(out.read_text())
+    for port, (_, fastnet_error, stock_error) in _CONNECT_REPLIES.items():
+        got = results[str(port)]
+        assert got.get("error") == (fastnet_error if engine == "fastnet" else stock_error), (port, got)
+    assert results["site-407"].get("status") == 407 and results["site-407"]["body"] == "who?"
