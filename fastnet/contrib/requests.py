@@ -35,12 +35,12 @@ returns) closes the idle connections of the adapter's pool at once and one a str
 when that body is read or closed, as the stock adapter's pool manager does.
 
 fastnet's errors become the exceptions requests users catch, each with ``request=`` set and the fastnet
-error as its cause: ``ConnectTimeout``, ``ReadTimeout``, ``SSLError``, ``ProxyError`` (an unreachable or
-unresolvable proxy too), ``ConnectionError``
+error as its cause: ``ConnectTimeout``, ``ReadTimeout`` (a TLS handshake that timed out too, as urllib3
+reports it), ``SSLError``, ``ProxyError`` (an unreachable or unresolvable proxy too), ``ConnectionError``
 (DNS failures, refused connections, a peer that closed or broke HTTP/1.1), and while the body is read,
-``ChunkedEncodingError``, ``ContentDecodingError`` and ``ConnectionError`` for a read timeout, as
-requests raises them. A write that times out raises ``WriteTimeout``, both a ``ConnectionError`` (what
-the stock adapter raises) and a ``Timeout``.
+``ChunkedEncodingError``, ``ContentDecodingError`` and ``ConnectionError`` for a read timeout, as requests
+raises them. A write that times out raises ``WriteTimeout``, both a ``ConnectionError`` (what the stock
+adapter raises) and a ``Timeout``.
 
 Differences from the stock ``HTTPAdapter``, on purpose: a request that fails on a stale pooled connection
 is sent again on a new one (fastnet's ``retry_on_connection_failure``; the stock adapter with its default
@@ -700,7 +700,10 @@ def _requests_error(
     request's)."""
     kind: type[rex.RequestException]
     if isinstance(exc, (fastnet.ConnectTimeout, fastnet.PoolTimeout)):
-        kind = rex.ProxyError if _through_proxy(exc) else rex.ConnectTimeout
+        if exc.phase == "tls":
+            kind = rex.ReadTimeout  # urllib3 reports a TLS handshake that timed out as a read timeout
+        else:
+            kind = rex.ProxyError if _through_proxy(exc) else rex.ConnectTimeout
     elif isinstance(exc, fastnet.ReadTimeout):
         kind = rex.ReadTimeout
     elif isinstance(exc, fastnet.WriteTimeout):

@@ -428,3 +428,23 @@ def test_a_407_from_a_site_is_a_response(engine: str, server: MockServer) -> Non
             s.mount("http://", FastnetAdapter())
         r = s.get(server.url("/"), timeout=5)
     assert r.status_code == 407 and r.content == b"who?"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_tls_handshake_timeout_is_a_read_timeout(engine: str) -> None:
+    """A server that accepts but never answers the TLS handshake: urllib3 reports a read timeout (a
+    ``Timeout`` that is not a ``ConnectionError``), not a connect timeout."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        with requests.Session() as s:
+            s.trust_env = False
+            if engine == "fastnet":
+                s.mount("https://", FastnetAdapter())
+            url = f"https://127.0.0.1:{listener.getsockname()[1]}/"
+            with pytest.raises(requests.exceptions.ReadTimeout) as raised:
+                s.get(url, timeout=(0.3, 30))
+            assert not isinstance(raised.value, requests.exceptions.ConnectionError)
+    finally:
+        listener.close()
