@@ -489,6 +489,9 @@ def _httpx_error(exc: fastnet.NetworkError, request: httpx.Request) -> httpx.Tra
         kind = httpx.ProxyError
     elif isinstance(exc, (fastnet.ConnectError, fastnet.UnknownHostError, fastnet.TlsError)):
         kind = httpx.ConnectError
+    elif isinstance(exc, fastnet.ConnectionClosedError) and isinstance(exc.__cause__, ConnectionResetError):
+        # reset while reading the head: httpcore's ReadError; a write it cut short is a disconnect there
+        kind = httpx.RemoteProtocolError if exc.phase == "write" else httpx.ReadError
     elif isinstance(exc, (fastnet.ConnectionClosedError, fastnet.ProtocolError)):
         kind = httpx.RemoteProtocolError
     else:

@@ -452,3 +452,39 @@ def test_a_407_from_a_site_is_a_response(engine: str, server: MockServer) -> Non
         with httpx.Client(transport=transport) as c:
             r = c.get(server.url("/"))
     assert r.status_code == 407 and r.content == b"who?"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_reset_before_the_head_is_a_read_error(engine: str) -> None:
+    """A peer that resets the connection instead of answering: httpcore's ``ReadError`` (a clean close is
+    a ``RemoteProtocolError``, in the table)."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # RST
+        conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    transport = _transport(engine)
+
+    async def in_asyncio() -> None:
+        async with httpx.AsyncClient(transport=transport) as c:
+            await c.get(url)
+
+    try:
+        with pytest.raises(httpx.ReadError):
+            if engine.endswith("async"):
+                asyncio.run(asyncio.wait_for(in_asyncio(), 20))
+            else:
+                with httpx.Client(transport=transport) as c:
+                    c.get(url)
+    finally:
+        thread.join(5)
+        listener.close()
