@@ -486,7 +486,7 @@ def _httpx_error(exc: fastnet.NetworkError, request: httpx.Request) -> httpx.Tra
     elif isinstance(exc, fastnet.TimeoutError):
         kind = httpx.TimeoutException
     elif isinstance(exc, fastnet.ProxyError):
-        kind = httpx.ProxyError
+        kind = _proxy_error_kind(exc)
     elif isinstance(exc, (fastnet.ConnectError, fastnet.UnknownHostError, fastnet.TlsError)):
         kind = httpx.ConnectError
     elif isinstance(exc, fastnet.ConnectionClosedError) and isinstance(exc.__cause__, ConnectionResetError):
@@ -497,6 +497,21 @@ def _httpx_error(exc: fastnet.NetworkError, request: httpx.Request) -> httpx.Tra
     else:
         kind = httpx.ReadError
     return kind(str(exc), request=request)
+
+
+def _proxy_error_kind(exc: fastnet.ProxyError) -> type[httpx.TransportError]:
+    """httpx's ``ProxyError`` is a proxy's refusal (a CONNECT answered with another status than 2xx, a
+    SOCKS failure); a CONNECT answer that is not HTTP, cut short, late or reset is what httpcore's HTTP/1.1
+    reader raises for it."""
+    proxy = exc.proxy
+    if exc.status_code is not None or proxy is None or proxy.type is not fastnet.ProxyType.HTTP:
+        return httpx.ProxyError
+    cause = exc.__cause__
+    if isinstance(cause, (TimeoutError, BlockingIOError)):
+        return httpx.ReadTimeout
+    if isinstance(cause, OSError) and not isinstance(cause, fastnet.ProtocolError):
+        return httpx.ReadError
+    return httpx.RemoteProtocolError
 
 
 def _body_error(exc: BaseException, request: httpx.Request) -> httpx.TransportError:

@@ -12,7 +12,16 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from contrib_cases import CASES, Case, Observed, Servers, body_chunks, check
+from contrib_cases import (
+    BAD_CONNECT_REPLIES,
+    CASES,
+    Case,
+    ConnectProxy,
+    Observed,
+    Servers,
+    body_chunks,
+    check,
+)
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
@@ -488,3 +497,32 @@ def test_reset_before_the_head_is_a_read_error(engine: str) -> None:
     finally:
         thread.join(5)
         listener.close()
+
+
+@pytest.fixture(scope="module")
+def bad_connect_proxy() -> Iterator[str]:
+    proxy = ConnectProxy(BAD_CONNECT_REPLIES)
+    yield proxy.url
+    proxy.close()
+
+
+@pytest.mark.parametrize("port", sorted(BAD_CONNECT_REPLIES))
+@pytest.mark.parametrize("engine", ENGINES)
+def test_malformed_connect_replies(engine: str, port: int, bad_connect_proxy: str) -> None:
+    """httpx's ``ProxyError`` is a refused CONNECT (another status than 2xx); an answer that is not HTTP or
+    is cut short is the ``RemoteProtocolError`` httpcore's HTTP/1.1 reader raises."""
+    expected = httpx.ProxyError if BAD_CONNECT_REPLIES[port].startswith(b"HTTP/1.1 502") else None
+    transport = _transport(engine, proxy=bad_connect_proxy)
+    url = f"https://127.0.0.1:{port}/"
+
+    async def in_asyncio() -> None:
+        async with httpx.AsyncClient(transport=transport, timeout=5) as c:
+            await c.get(url)
+
+    with pytest.raises(httpx.TransportError) as raised:
+        if engine.endswith("async"):
+            asyncio.run(asyncio.wait_for(in_asyncio(), 20))
+        else:
+            with httpx.Client(transport=transport, timeout=5) as c:
+                c.get(url)
+    assert type(raised.value) is (expected or httpx.RemoteProtocolError)

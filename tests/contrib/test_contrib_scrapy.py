@@ -16,7 +16,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contrib_cases import CASES, Case, Expect, Observed, Servers, check
+from contrib_cases import BAD_CONNECT_REPLIES, CASES, Case, ConnectProxy, Expect, Observed, Servers, check
 
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
@@ -421,50 +420,21 @@ def _drain(server: MockServer) -> list[Any]:
 
 # ------------------------------------------------------------------------- proxies that misbehave
 
-#: What the proxy below answers a CONNECT with, by the port the CONNECT asks for; the expected error, and
-#: where the default handler differs.
-_CONNECT_REPLIES: dict[int, tuple[bytes, str, str]] = {
-    10001: (b"garbage that is not HTTP\r\n\r\n", "TunnelError", "TunnelError"),
-    10002: (b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n", "TunnelError", "TunnelError"),
-    # cut short, then closed: the default handler waits for the end of the head until download_timeout
-    10003: (b"HTTP/1.1 200 Conn", "TunnelError", "DownloadTimeoutError"),
-    10004: (b"SSH-2.0-OpenSSH_9.6\r\n", "TunnelError", "DownloadTimeoutError"),
+#: The error for each of ``BAD_CONNECT_REPLIES``: (fastnet's, the default handler's).
+_CONNECT_ERRORS: dict[int, tuple[str, str]] = {
+    10001: ("TunnelError", "TunnelError"),
+    10002: ("TunnelError", "TunnelError"),
+    # cut short: the default handler waits for the end of the head until download_timeout
+    10003: ("TunnelError", "DownloadTimeoutError"),
+    10004: ("TunnelError", "DownloadTimeoutError"),
 }
 
 
 @pytest.fixture(scope="module")
 def bad_connect_proxy() -> Iterator[str]:
-    """A proxy that answers each CONNECT with ``_CONNECT_REPLIES[port]`` and closes."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.settimeout(5)
-                head = b""
-                try:
-                    while b"\r\n\r\n" not in head and len(head) < 65536:
-                        data = conn.recv(4096)
-                        if not data:
-                            break
-                        head += data
-                    port = int(head.split(b" ", 2)[1].rpartition(b":")[2])
-                    conn.sendall(_CONNECT_REPLIES[port][0])
-                except (OSError, ValueError, IndexError, KeyError):
-                    pass
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    stop.set()
-    thread.join(5)
-    listener.close()
+    proxy = ConnectProxy(BAD_CONNECT_REPLIES)
+    yield proxy.url
+    proxy.close()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -486,14 +456,14 @@ def test_malformed_connect_replies_and_a_407_from_a_site(
             "proxy": bad_connect_proxy,
             "header_names": [],
         }
-        for port in _CONNECT_REPLIES
+        for port in _CONNECT_ERRORS
     ]
     cases.append({**cases[0], "id": "site-407", "url": server.url("/"), "proxy": None, "timeout": 5})
     spec, out = tmp_path / "spec.json", tmp_path / "out.json"
     spec.write_text(json.dumps({"cases": cases}))
     child("table", engine, str(spec), str(out))
     results = json.loads(out.read_text())
-    for port, (_, fastnet_error, stock_error) in _CONNECT_REPLIES.items():
+    for port, (fastnet_error, stock_error) in _CONNECT_ERRORS.items():
         got = results[str(port)]
         assert got.get("error") == (fastnet_error if engine == "fastnet" else stock_error), (port, got)
     assert results["site-407"].get("status") == 407 and results["site-407"]["body"] == "who?"
