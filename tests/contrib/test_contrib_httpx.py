@@ -512,7 +512,7 @@ def test_malformed_connect_replies(engine: str, port: int, bad_connect_proxy: st
     """httpx's ``ProxyError`` is a refused CONNECT (another status than 2xx); an answer that is not HTTP or
     is cut short is the ``RemoteProtocolError`` httpcore's HTTP/1.1 reader raises."""
     expected = httpx.ProxyError if BAD_CONNECT_REPLIES[port].startswith(b"HTTP/1.1 502") else None
-    transport = _transport(engine, proxy=bad_connect_proxy)
+    transport = _transport(engine, proxy=bad_connect_proxy.replace("http://", "http://user:s3cret@"))
     url = f"https://127.0.0.1:{port}/"
 
     async def in_asyncio() -> None:
@@ -526,3 +526,4 @@ def test_malformed_connect_replies(engine: str, port: int, bad_connect_proxy: st
             with httpx.Client(transport=transport, timeout=5) as c:
                 c.get(url)
     assert type(raised.value) is (expected or httpx.RemoteProtocolError)
+    assert "s3cret" not in str(raised.value) and "s3cret" not in repr(raised.value)

@@ -393,13 +393,14 @@ def test_bad_timeouts_raise_the_stock_value_error(engine: str, timeout: Any, ser
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_refused_proxy_is_a_proxy_error(engine: str, testbed: Any) -> None:
-    refused = f"http://{testbed.refused[0]}:{testbed.refused[1]}"
+    refused = f"http://user:s3cret@{testbed.refused[0]}:{testbed.refused[1]}"
     with requests.Session() as s:
         s.trust_env = False
         if engine == "fastnet":
             s.mount("http://", FastnetAdapter())
-        with pytest.raises(requests.exceptions.ProxyError):
+        with pytest.raises(requests.exceptions.ProxyError) as raised:
             s.get(testbed.url("/whoami"), proxies={"http": refused}, timeout=5)
+        assert "s3cret" not in str(raised.value) and "s3cret" not in repr(raised.value)
 
 
 def test_unresolvable_http_proxy_is_a_proxy_error(testbed: Any) -> None:
@@ -410,9 +411,10 @@ def test_unresolvable_http_proxy_is_a_proxy_error(testbed: Any) -> None:
     with requests.Session() as s:
         s.trust_env = False
         s.mount("http://", FastnetAdapter(dns=UdpDns(*testbed.unbound)))
-        for proxy in ("http://nope.test:3128", "https://nope.test:3129"):
-            with pytest.raises(requests.exceptions.ProxyError):
+        for proxy in ("http://user:s3cret@nope.test:3128", "https://nope.test:3129"):
+            with pytest.raises(requests.exceptions.ProxyError) as raised:
                 s.get(testbed.url("/whoami"), proxies={"http": proxy}, timeout=5)
+            assert "s3cret" not in str(raised.value)
         with pytest.raises(requests.exceptions.ConnectionError) as raised:  # the origin's name: not the proxy
             s.get("http://nope.test/", timeout=5)
         assert not isinstance(raised.value, requests.exceptions.ProxyError)

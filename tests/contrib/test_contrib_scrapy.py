@@ -453,7 +453,7 @@ def test_malformed_connect_replies_and_a_407_from_a_site(
             "body": None,
             "headers": [],
             "timeout": 1.5,
-            "proxy": bad_connect_proxy,
+            "proxy": bad_connect_proxy.replace("http://", "http://user:s3cret@"),
             "header_names": [],
         }
         for port in _CONNECT_ERRORS
@@ -466,4 +466,5 @@ def test_malformed_connect_replies_and_a_407_from_a_site(
     for port, (fastnet_error, stock_error) in _CONNECT_ERRORS.items():
         got = results[str(port)]
         assert got.get("error") == (fastnet_error if engine == "fastnet" else stock_error), (port, got)
+        assert "s3cret" not in got["message"]
     assert results["site-407"].get("status") == 407 and results["site-407"]["body"] == "who?"
