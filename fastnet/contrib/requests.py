@@ -25,9 +25,11 @@ The response is a ``requests.Response`` whose ``raw`` is a ``urllib3.HTTPRespons
 streamed body, the object requests expects there: ``iter_content``, ``raw.read()``, ``raw.stream()``, and
 requests' own gzip/deflate/brotli/zstd decoding work as with the stock adapter (fastnet passes the body
 through as sent, because requests sets ``Accept-Encoding`` itself; a request without one says
-``Accept-Encoding: identity``, as http.client does). Without ``stream=True`` the body is read inside
-``send()``. Cookies are handed to requests' jar through ``raw._original_response.msg``, which exists only
-when the response sets a cookie (so a response without ``Set-Cookie`` costs requests no cookie parsing).
+``Accept-Encoding: identity``, as http.client does). ``send()`` never reads the body: without
+``stream=True`` the session reads it through ``content`` once it has taken ``elapsed`` (the time to the
+response head) and run the hooks, and ``content`` reads straight from fastnet. Cookies are handed to
+requests' jar through ``raw._original_response.msg``, which exists only when the response sets a cookie
+(so a response without ``Set-Cookie`` costs requests no cookie parsing).
 
 A bad ``timeout`` raises the ``ValueError`` the stock adapter raises (urllib3's ``Timeout`` checks it)
 before anything is sent. ``close()`` (a session's, which ``requests.get(url, stream=True)`` calls before it
@@ -185,12 +187,10 @@ class FastnetAdapter(BaseAdapter):
             network = call.execute()
         except fastnet.NetworkError as exc:
             raise _requests_error(exc, request, proxy) from exc
-        raw = _RawResponse.make(network, method, url)
-        content = None if stream else _read_all(raw, request)
-        return self._build_response(request, raw, content)
+        return self._build_response(request, _RawResponse.make(network, method, url))
 
-    def _build_response(self, request: PreparedRequest, raw: _RawResponse, content: bytes | None) -> Response:
-        response = Response()
+    def _build_response(self, request: PreparedRequest, raw: _RawResponse) -> Response:
+        response = _Response()
         response.status_code = raw.status
         response.headers = _case_insensitive(raw.fastnet_response.headers._items)
         response.encoding = get_encoding_from_headers(response.headers)
@@ -201,9 +201,6 @@ class FastnetAdapter(BaseAdapter):
             requests.cookies.extract_cookies_to_jar(response.cookies, request, raw)
         response.request = request
         response.connection = self  # type: ignore[assignment]
-        if content is not None:
-            response._content = content
-            response._content_consumed = True
         return response
 
     # -- the client and proxy for a request ---------------------------------------------------------
@@ -283,6 +280,20 @@ class FastnetAdapter(BaseAdapter):
             for real in pool._halves():
                 real.max_idle = 0  # a connection released from now on is closed, not kept idle
             pool.evict_all()
+
+
+class _Response(Response):
+    """``requests.Response`` whose ``content`` is read straight from fastnet (``_read_all``): the session
+    reads the body of a request without ``stream=True`` through it, after it took ``elapsed`` and ran the
+    response hooks, as with the stock adapter."""
+
+    @property
+    def content(self) -> bytes | None:  # type: ignore[override]
+        raw = self.raw
+        if self._content is False and isinstance(raw, _RawResponse) and raw._fp_bytes_read == 0:
+            self._content = _read_all(raw, self.request)  # nothing read yet (else urllib3 may hold some)
+            self._content_consumed = True
+        return super().content
 
 
 class Session(requests.Session):

@@ -450,3 +450,34 @@ def test_tls_handshake_timeout_is_a_read_timeout(engine: str) -> None:
             assert not isinstance(raised.value, requests.exceptions.ConnectionError)
     finally:
         listener.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_session_reads_a_body_after_elapsed_and_hooks(engine: str, server: MockServer) -> None:
+    """``Response.elapsed`` is the time to the response head even without ``stream=True``: the session
+    takes the time, runs the response hooks, then reads the body; the adapter must not read it first."""
+    server.enqueue(MockResponse(200, body=b"x" * 50_000))
+    seen: list[Any] = []
+
+    def hook(r: Any, **_: Any) -> None:
+        seen.append((r._content_consumed, r.raw.tell()))
+
+    with requests.Session() as s:
+        s.trust_env = False
+        if engine == "fastnet":
+            s.mount("http://", FastnetAdapter())
+        r = s.get(server.url("/"), hooks={"response": hook})
+    assert seen == [(False, 0)]
+    assert r.content == b"x" * 50_000 and r.raw.tell() == 50_000
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_content_after_part_of_the_body_was_read(engine: str, server: MockServer) -> None:
+    body = bytes(range(256)) * 400
+    server.enqueue(MockResponse(200, body=body))  # not chunked: urllib3 loses its place in chunks there
+    with requests.Session() as s:
+        s.trust_env = False
+        if engine == "fastnet":
+            s.mount("http://", FastnetAdapter())
+        r = s.get(server.url("/"), stream=True)
+        assert r.raw.read(7) + r.raw.read(5000) + r.content == body
