@@ -231,7 +231,6 @@ class _CallListener(fastnet.EventListener):
         self.pending: list[tuple[str, dict[str, Any]]] = []
         self.step = ""  # the httpcore step open now ("connection.connect_tcp"...), for its ".failed"
         self.tls = False
-        self.connection: Any = None
 
     # -- the pool timeout
 
@@ -259,6 +258,8 @@ class _CallListener(fastnet.EventListener):
             self._emit(self.step, "failed", {"exception": error})
 
     def _core_request(self) -> Any:
+        if self.trace is None:
+            return None  # a listener for the pool timeout alone
         import httpcore
 
         request = self.request
@@ -310,12 +311,13 @@ class _CallListener(fastnet.EventListener):
 
     def connection_acquired(self, call: Any, connection: Any) -> None:
         self._slot_taken(call)
-        stream = _Stream(connection)
-        for name, info in self.pending:  # the connection's socket, once there is one
-            if name in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
-                info["return_value"] = stream
-        if self.tls:
-            self._emit("connection.start_tls", "complete", {"return_value": stream})
+        if self.trace is not None:
+            stream = _Stream(connection)
+            for name, info in self.pending:  # the connection's socket, once there is one
+                if name == "connection.connect_tcp.complete":
+                    info["return_value"] = stream
+            if self.tls:
+                self._emit("connection.start_tls", "complete", {"return_value": stream})
         if self.inner is not None:
             self.inner.connection_acquired(call, connection)
 
@@ -350,13 +352,14 @@ class _CallListener(fastnet.EventListener):
             self.inner.response_headers_start(call)
 
     def response_headers_end(self, call: Any, response: Any) -> None:
-        head = (
-            response.protocol.encode("ascii"),
-            response.status_code,
-            response.reason.encode("latin-1", "replace"),
-            [(n.encode("latin-1"), v.encode("latin-1")) for n, v in response.headers._items],
-        )
-        self._emit("http11.receive_response_headers", "complete", {"return_value": head})
+        if self.trace is not None:
+            head = (
+                response.protocol.encode("ascii"),
+                response.status_code,
+                response.reason.encode("latin-1", "replace"),
+                [(n.encode("latin-1"), v.encode("latin-1")) for n, v in response.headers._items],
+            )
+            self._emit("http11.receive_response_headers", "complete", {"return_value": head})
         if self.inner is not None:
             self.inner.response_headers_end(call, response)
 
