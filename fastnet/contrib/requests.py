@@ -58,6 +58,8 @@ import io
 import os
 import ssl
 import threading
+import urllib.parse
+import warnings
 from collections.abc import Generator, Iterator, Mapping, MutableMapping
 from typing import Any
 
@@ -174,6 +176,8 @@ class FastnetAdapter(BaseAdapter):
         if url is None:
             raise rex.InvalidURL("the request has no URL", request=request)
         client = self._client_for(url, timeout, verify, cert, request)
+        if not verify and url[:6].lower() == "https:":
+            _warn_unverified(url)
         proxy_url = select_proxy(url, proxies) if proxies else None  # type: ignore[arg-type]
         proxy = self._proxy(proxy_url, request) if proxy_url else None
         method = request.method or "GET"
@@ -394,6 +398,18 @@ def _seconds(value: Any) -> float | None:
     if value is None or not isinstance(value, (int, float)):
         return None  # None, or urllib3's "default" sentinel: no timeout, as the stock adapter
     return float(value)
+
+
+def _warn_unverified(url: str) -> None:
+    """urllib3's ``InsecureRequestWarning``, which the stock adapter gives for every unverified https
+    request (and ``urllib3.disable_warnings()`` silences)."""
+    host = urllib.parse.urlsplit(url).hostname
+    warnings.warn(
+        f"HTTPS request to {host!r} without verifying its certificate (verify=False): anyone on the path "
+        "can read and change it",
+        u3ex.InsecureRequestWarning,
+        stacklevel=2,
+    )
 
 
 def _cert_key(cert: Any) -> Any:

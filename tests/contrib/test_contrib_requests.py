@@ -481,3 +481,25 @@ def test_content_after_part_of_the_body_was_read(engine: str, server: MockServer
             s.mount("http://", FastnetAdapter())
         r = s.get(server.url("/"), stream=True)
         assert r.raw.read(7) + r.raw.read(5000) + r.content == body
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unverified_https_warns_as_the_stock_adapter(engine: str, testbed: Any) -> None:
+    """``verify=False`` on an https URL gives urllib3's ``InsecureRequestWarning`` on every request (the
+    warning ``urllib3.disable_warnings()`` silences); a verified request gives none."""
+    import warnings
+
+    import urllib3
+
+    url = testbed.url("/2b", tls=True)
+    with requests.Session() as s:
+        s.trust_env = False
+        if engine == "fastnet":
+            s.mount("https://", FastnetAdapter())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            s.get(url, verify=False, timeout=5)
+            s.get(url, verify=False, timeout=5)
+            s.get(url, verify=testbed.ca_path, timeout=5)
+    insecure = [w for w in caught if issubclass(w.category, urllib3.exceptions.InsecureRequestWarning)]
+    assert len(insecure) == 2 and "127.0.0.1" in str(insecure[0].message)
