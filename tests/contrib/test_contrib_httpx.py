@@ -527,3 +527,22 @@ def test_malformed_connect_replies(engine: str, port: int, bad_connect_proxy: st
                 c.get(url)
     assert type(raised.value) is (expected or httpx.RemoteProtocolError)
     assert "s3cret" not in str(raised.value) and "s3cret" not in repr(raised.value)
+
+
+def test_pool_timeout_leaves_the_call_timeout_alone() -> None:
+    """The pool timeout brings the call's deadline forward only until the call has its connection: a call
+    timeout of the transport's client still ends a call whose response never comes (a read timeout would
+    mean the call timeout was lost)."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    base = fastnet.Client(trust_env=False, call_timeout=0.5)
+    try:
+        with httpx.Client(transport=FastnetTransport(client=base)) as c:
+            with pytest.raises(httpx.TimeoutException) as raised:
+                c.get(f"http://127.0.0.1:{listener.getsockname()[1]}/", timeout=httpx.Timeout(3.0, pool=0.2))
+            assert not isinstance(raised.value, httpx.ReadTimeout)
+            assert isinstance(raised.value.__cause__, fastnet.CallTimeout)
+    finally:
+        base.close()
+        listener.close()
