@@ -406,6 +406,14 @@ def test_authenticator_407_without_proxy_is_a_protocol_error(server):
         assert_pool_clean(client)
 
 
+def test_407_without_proxy_or_proxy_authenticator_is_returned(server):
+    with make_client() as client:
+        server.enqueue(MockResponse(407, headers={"Proxy-Authenticate": "Basic"}, body=b"x"))
+        r = client.get(server.url("/"))
+        assert r.status_code == 407 and r.text == "x" and r.history == []
+        assert_pool_clean(client)
+
+
 def test_authenticator_407_plain_http_through_http_proxy(server):
     proxy = fastnet.Proxy.http("127.0.0.1", server.port)
     auth = fastnet.BasicAuthenticator("proxyuser", "proxypw")

@@ -208,6 +208,8 @@ async def follow_up_request(client: ClientCore, follow_redirects: int, response:
     if status == 407:
         route = response.route
         if route is None or route.proxy.type is not ProxyType.HTTP:
+            if client.proxy_authenticator is None:
+                return None  # nothing would answer it: returned, as a 401 without authenticator
             raise ProtocolError("Received HTTP_PROXY_AUTH (407) code while not using proxy", url=request.url)
         if route.requires_tunnel:
             return None  # the origin wrote this 407 inside the tunnel: not the proxy's challenge

@@ -10,15 +10,22 @@
 
 Theory of operation
 -------------------
-A transport does one exchange (``handle_request``): httpx keeps redirects, cookies, authentication,
-event hooks and decoding (it sends its own ``Accept-Encoding``, so fastnet hands the body over as sent and
-httpx decompresses it). The transport runs a ``fastnet.Client`` (``fastnet.AsyncClient`` for the async
-one) with redirects, cookies, authenticators and the proxy environment off. httpx's per-request
-``timeout`` (the ``timeout`` extension: connect, read, write, pool) picks a sibling of that client
-(``with_options``), made once per distinct value and kept, so all of them share one pool. Request bodies
-stream both ways: a body httpx already holds goes as bytes, any other (a generator, a file) is iterated
-as it is sent, with httpx's own ``Content-Length`` or ``Transfer-Encoding: chunked``; the response body is
-a ``SyncByteStream``/``AsyncByteStream`` that reads fastnet's streamed body as it arrives.
+A transport does one exchange (``handle_request``): httpx keeps redirects, cookies, authentication, event
+hooks and decoding (it sends its own ``Accept-Encoding``, so fastnet hands the body over as sent and httpx
+decompresses it). The transport runs a ``fastnet.Client`` (``fastnet.AsyncClient`` for the async one) with
+redirects, cookies, authenticators and the proxy environment off. httpx's per-request ``timeout`` (the
+``timeout`` extension: connect, read, write) picks a sibling of that client (``with_options``), made once
+per distinct value and kept, so all of them share one pool. fastnet waits for a connection slot
+(``limits.max_connections``) at most the connect timeout: a ``pool`` timeout shorter than that, and the
+``trace`` extension, give the call a listener of its own (``_CallListener``, which passes every event on
+to the client's listener), so requests without them cost nothing more. ``trace`` gets httpcore's event
+names; the events are queued and handed over when ``execute()`` returns or fails and when the body ends,
+so an async callback is awaited, and a callback runs outside fastnet's event sites (what it raises reaches
+the caller, as with httpcore). ``AsyncFastnetTransport`` needs asyncio's loop: under trio it raises a
+``RuntimeError`` that says so. Request bodies stream both ways: a body httpx already holds goes as bytes,
+any other (a generator, a file) is iterated as it is sent, with httpx's own ``Content-Length`` or
+``Transfer-Encoding: chunked``; the response body is a ``SyncByteStream``/``AsyncByteStream`` that reads
+fastnet's streamed body as it arrives.
 
 The constructor takes ``httpx.HTTPTransport``'s arguments where fastnet has them: ``verify`` (``True``, a
 CA path or an ``ssl.SSLContext``; ``False``), ``cert`` (loaded into the context), ``proxy`` (``http``,
@@ -40,6 +47,7 @@ from __future__ import annotations
 
 import ssl
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -125,6 +133,26 @@ class _Base:
         self._siblings = {}
         self._lock = threading.Lock()
 
+    def _new_call(self, request: httpx.Request, body: Any) -> tuple[Any, _CallListener | None]:
+        """The fastnet call for ``request``, and its listener when httpx asked for what only a per-call
+        listener does: the ``trace`` extension, or a ``pool`` timeout shorter than the connect timeout
+        (fastnet waits for a connection slot at most the connect timeout)."""
+        extensions = request.extensions
+        client = self._client_for(request)
+        call = client.new_call(_fastnet_request(request, body))
+        trace = extensions.get("trace")
+        timeout = extensions.get("timeout")
+        pool = timeout.get("pool") if timeout else None
+        if pool is not None:
+            connect = timeout.get("connect")  # type: ignore[union-attr]
+            if connect is not None and connect <= pool:
+                pool = None  # the connect timeout bounds the wait already
+        if trace is None and pool is None:
+            return call, None
+        listener = _CallListener(call.events, request, trace, pool)
+        call.events = listener
+        return call, listener
+
     def _client_for(self, request: httpx.Request) -> Any:
         timeout = request.extensions.get("timeout")
         if not timeout:
@@ -144,6 +172,234 @@ class _Base:
                     )
                     self._siblings[key] = sibling
         return sibling
+
+
+class _Stream:
+    """What httpcore's trace events give as a connection (``return_value`` of ``connect_tcp`` and
+    ``start_tls``): ``get_extra_info`` of the connection as it was when acquired."""
+
+    __slots__ = ("_info",)
+
+    def __init__(self, connection: Any) -> None:
+        self._info: dict[str, Any] = {}
+        transport = getattr(connection, "transport", None)  # an AsyncClient's connection
+        sock = getattr(connection, "sock", None)
+        try:
+            if transport is not None:
+                self._info = {
+                    "client_addr": transport.get_extra_info("sockname"),
+                    "server_addr": transport.get_extra_info("peername"),
+                    "ssl_object": transport.get_extra_info("ssl_object"),
+                    "socket": transport.get_extra_info("socket"),
+                }
+            elif sock is not None:
+                self._info = {
+                    "client_addr": sock.getsockname(),
+                    "server_addr": sock.getpeername(),
+                    "ssl_object": getattr(sock, "_sslobj", None),
+                    "socket": sock,
+                }
+        except OSError:
+            pass
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._info.get(info)
+
+
+def _forward(name: str) -> Any:
+    def event(self: _CallListener, call: Any, *args: Any) -> None:
+        if self.inner is not None:
+            getattr(self.inner, name)(call, *args)
+
+    event.__name__ = name
+    return event
+
+
+class _CallListener(fastnet.EventListener):
+    """The listener of one call that httpx asked more of (every event goes on to the client's own listener,
+    if any). ``pool``: the slot wait is bounded by the call's deadline, which this listener brings forward
+    at ``call_start`` and puts back once the call has its slot (the first event after it). ``trace``: the
+    events become httpcore's trace events (``connection.connect_tcp.started``...), queued here and passed
+    to the callback by the transport (``flush``), awaited when it is a coroutine function."""
+
+    def __init__(self, inner: Any, request: httpx.Request, trace: Any, pool: float | None) -> None:
+        self.inner = inner
+        self.request = request
+        self.trace = trace
+        self.pool = pool
+        self.saved_deadline: float | None = None
+        self.pending: list[tuple[str, dict[str, Any]]] = []
+        self.step = ""  # the httpcore step open now ("connection.connect_tcp"...), for its ".failed"
+        self.tls = False
+
+    # -- the pool timeout
+
+    def call_start(self, call: Any) -> None:
+        if self.pool is not None:
+            deadline = time.monotonic() + max(self.pool, 1e-6)
+            self.saved_deadline = saved = call.deadline
+            call.deadline = deadline if saved <= 0 else min(saved, deadline)
+        if self.inner is not None:
+            self.inner.call_start(call)
+
+    def _slot_taken(self, call: Any) -> None:
+        if self.saved_deadline is not None:
+            call.deadline, self.saved_deadline = self.saved_deadline, None
+
+    # -- trace events
+
+    def _emit(self, step: str, phase: str, info: dict[str, Any]) -> None:
+        if self.trace is not None:
+            self.pending.append((f"{step}.{phase}", info))
+        self.step = step if phase == "started" else ""
+
+    def _failed(self, error: BaseException) -> None:
+        if self.step:
+            self._emit(self.step, "failed", {"exception": error})
+
+    def _core_request(self) -> Any:
+        if self.trace is None:
+            return None  # a listener for the pool timeout alone
+        import httpcore
+
+        request = self.request
+        url = request.url
+        return httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+            headers=request.headers.raw,
+            extensions=request.extensions,
+        )
+
+    def proxy_select_start(self, call: Any, url: Any) -> None:
+        self._slot_taken(call)
+        if self.inner is not None:
+            self.inner.proxy_select_start(call, url)
+
+    def dns_start(self, call: Any, host: str) -> None:
+        self._slot_taken(call)
+        if self.inner is not None:
+            self.inner.dns_start(call, host)
+
+    def connect_start(self, call: Any, route: Any) -> None:
+        self._slot_taken(call)
+        host, port = route.socket_address[0], route.socket_address[1]
+        timeout = self.request.extensions.get("timeout") or {}
+        info = {"host": host, "port": port, "local_address": None, "timeout": timeout.get("connect")}
+        self._emit("connection.connect_tcp", "started", {**info, "socket_options": None})
+        if self.inner is not None:
+            self.inner.connect_start(call, route)
+
+    def connect_failed(self, call: Any, route: Any, error: BaseException) -> None:
+        self._failed(error)
+        if self.inner is not None:
+            self.inner.connect_failed(call, route, error)
+
+    def secure_connect_start(self, call: Any) -> None:
+        if self.step == "connection.connect_tcp":
+            self._emit("connection.connect_tcp", "complete", {"return_value": None})
+        self.tls = True
+        self._emit("connection.start_tls", "started", {"server_hostname": self.request.url.host})
+        if self.inner is not None:
+            self.inner.secure_connect_start(call)
+
+    def connect_end(self, call: Any, route: Any) -> None:
+        if self.step == "connection.connect_tcp":
+            self._emit("connection.connect_tcp", "complete", {"return_value": None})
+        if self.inner is not None:
+            self.inner.connect_end(call, route)
+
+    def connection_acquired(self, call: Any, connection: Any) -> None:
+        self._slot_taken(call)
+        if self.trace is not None:
+            stream = _Stream(connection)
+            for name, info in self.pending:  # the connection's socket, once there is one
+                if name == "connection.connect_tcp.complete":
+                    info["return_value"] = stream
+            if self.tls:
+                self._emit("connection.start_tls", "complete", {"return_value": stream})
+        if self.inner is not None:
+            self.inner.connection_acquired(call, connection)
+
+    def request_headers_start(self, call: Any) -> None:
+        self._emit("http11.send_request_headers", "started", {"request": self._core_request()})
+        if self.inner is not None:
+            self.inner.request_headers_start(call)
+
+    def request_headers_end(self, call: Any, request: Any) -> None:
+        self._emit("http11.send_request_headers", "complete", {"return_value": None})
+        if self.inner is not None:
+            self.inner.request_headers_end(call, request)
+
+    def request_body_start(self, call: Any) -> None:
+        self._emit("http11.send_request_body", "started", {"request": self._core_request()})
+        if self.inner is not None:
+            self.inner.request_body_start(call)
+
+    def request_body_end(self, call: Any, byte_count: int) -> None:
+        self._emit("http11.send_request_body", "complete", {"return_value": None})
+        if self.inner is not None:
+            self.inner.request_body_end(call, byte_count)
+
+    def request_failed(self, call: Any, error: BaseException) -> None:
+        self._failed(error)
+        if self.inner is not None:
+            self.inner.request_failed(call, error)
+
+    def response_headers_start(self, call: Any) -> None:
+        self._emit("http11.receive_response_headers", "started", {"request": self._core_request()})
+        if self.inner is not None:
+            self.inner.response_headers_start(call)
+
+    def response_headers_end(self, call: Any, response: Any) -> None:
+        if self.trace is not None:
+            head = (
+                response.protocol.encode("ascii"),
+                response.status_code,
+                response.reason.encode("latin-1", "replace"),
+                [(n.encode("latin-1"), v.encode("latin-1")) for n, v in response.headers._items],
+            )
+            self._emit("http11.receive_response_headers", "complete", {"return_value": head})
+        if self.inner is not None:
+            self.inner.response_headers_end(call, response)
+
+    def response_body_start(self, call: Any) -> None:
+        self._emit("http11.receive_response_body", "started", {"request": self._core_request()})
+        if self.inner is not None:
+            self.inner.response_body_start(call)
+
+    def response_body_end(self, call: Any, byte_count: int) -> None:
+        self._emit("http11.receive_response_body", "complete", {"return_value": None})
+        if self.inner is not None:
+            self.inner.response_body_end(call, byte_count)
+
+    def response_failed(self, call: Any, error: BaseException) -> None:
+        self._failed(error)
+        if self.inner is not None:
+            self.inner.response_failed(call, error)
+
+    def connection_released(self, call: Any, connection: Any) -> None:
+        self._emit("http11.response_closed", "started", {})
+        self._emit("http11.response_closed", "complete", {"return_value": None})
+        if self.inner is not None:
+            self.inner.connection_released(call, connection)
+
+    def flush(self) -> None:
+        """Pass the events queued so far to a blocking ``trace`` callback."""
+        pending, self.pending = self.pending, []
+        for name, info in pending:
+            self.trace(name, info)
+
+    async def aflush(self) -> None:
+        """Pass the events queued so far to an async ``trace`` callback."""
+        pending, self.pending = self.pending, []
+        for name, info in pending:
+            await self.trace(name, info)
+
+
+for _name in dir(fastnet.EventListener):
+    if not _name.startswith("_") and _name not in vars(_CallListener):
+        setattr(_CallListener, _name, _forward(_name))
 
 
 def _seconds(value: Any) -> float | None:
@@ -233,14 +489,32 @@ def _httpx_error(exc: fastnet.NetworkError, request: httpx.Request) -> httpx.Tra
     elif isinstance(exc, fastnet.TimeoutError):
         kind = httpx.TimeoutException
     elif isinstance(exc, fastnet.ProxyError):
-        kind = httpx.ProxyError
+        kind = _proxy_error_kind(exc)
     elif isinstance(exc, (fastnet.ConnectError, fastnet.UnknownHostError, fastnet.TlsError)):
         kind = httpx.ConnectError
+    elif isinstance(exc, fastnet.ConnectionClosedError) and isinstance(exc.__cause__, ConnectionResetError):
+        # reset while reading the head: httpcore's ReadError; a write it cut short is a disconnect there
+        kind = httpx.RemoteProtocolError if exc.phase == "write" else httpx.ReadError
     elif isinstance(exc, (fastnet.ConnectionClosedError, fastnet.ProtocolError)):
         kind = httpx.RemoteProtocolError
     else:
         kind = httpx.ReadError
     return kind(str(exc), request=request)
+
+
+def _proxy_error_kind(exc: fastnet.ProxyError) -> type[httpx.TransportError]:
+    """httpx's ``ProxyError`` is a proxy's refusal (a CONNECT answered with another status than 2xx, a
+    SOCKS failure); a CONNECT answer that is not HTTP, cut short, late or reset is what httpcore's HTTP/1.1
+    reader raises for it."""
+    proxy = exc.proxy
+    if exc.status_code is not None or proxy is None or proxy.type is not fastnet.ProxyType.HTTP:
+        return httpx.ProxyError
+    cause = exc.__cause__
+    if isinstance(cause, (TimeoutError, BlockingIOError)):
+        return httpx.ReadTimeout
+    if isinstance(cause, OSError) and not isinstance(cause, fastnet.ProtocolError):
+        return httpx.ReadError
+    return httpx.RemoteProtocolError
 
 
 def _body_error(exc: BaseException, request: httpx.Request) -> httpx.TransportError:
@@ -277,6 +551,28 @@ class _ResponseStream(httpx.SyncByteStream):
 
     def close(self) -> None:
         self._response.close()
+
+
+class _TracedResponseStream(_ResponseStream):
+    """The body of a response whose request has a ``trace`` callback: the body's events go to it."""
+
+    __slots__ = ("_listener",)
+
+    def __init__(self, response: fastnet.Response, request: httpx.Request, listener: _CallListener) -> None:
+        super().__init__(response, request)
+        self._listener = listener
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from super().__iter__()
+        finally:
+            self._listener.flush()
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._listener.flush()
 
 
 def _chunks(stream: Any) -> Iterator[bytes]:
@@ -335,15 +631,22 @@ class FastnetTransport(_Base, httpx.BaseTransport):
         body = content if content is not None else _chunks(request.stream)
         if content == b"":
             body = None
-        call = self._client_for(request).new_call(_fastnet_request(request, body))
+        call, listener = self._new_call(request, body)
         try:
             response = call.execute()
         except fastnet.NetworkError as exc:
             raise _httpx_error(exc, request) from exc
+        finally:
+            if listener is not None and listener.trace is not None:
+                listener.flush()
+        if listener is not None and listener.trace is not None:
+            stream: httpx.SyncByteStream = _TracedResponseStream(response, request, listener)
+        else:
+            stream = _ResponseStream(response, request)
         return httpx.Response(
             response.status_code,
             headers=response.headers._items,
-            stream=_ResponseStream(response, request),
+            stream=stream,
             extensions=_extensions(response),
         )
 
@@ -374,6 +677,29 @@ class _AsyncResponseStream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._response.aclose()
+
+
+class _TracedAsyncResponseStream(_AsyncResponseStream):
+    """The body of a response whose request has a ``trace`` callback: the body's events go to it."""
+
+    __slots__ = ("_listener",)
+
+    def __init__(self, response: fastnet.Response, request: httpx.Request, listener: _CallListener) -> None:
+        super().__init__(response, request)
+        self._listener = listener
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in super().__aiter__():
+                yield chunk
+        finally:
+            await self._listener.aflush()
+
+    async def aclose(self) -> None:
+        try:
+            await super().aclose()
+        finally:
+            await self._listener.aflush()
 
 
 async def _achunks(stream: Any) -> AsyncIterator[bytes]:
@@ -428,15 +754,29 @@ class AsyncFastnetTransport(_Base, httpx.AsyncBaseTransport):
         body = content if content is not None else _achunks(request.stream)
         if content == b"":
             body = None
-        call = self._client_for(request).new_call(_fastnet_request(request, body))
+        call, listener = self._new_call(request, body)
         try:
             response = await call.execute()
         except fastnet.NetworkError as exc:
             raise _httpx_error(exc, request) from exc
+        except RuntimeError as exc:
+            if "no running event loop" in str(exc):  # trio's loop, or another that is not asyncio's
+                raise RuntimeError(
+                    "AsyncFastnetTransport runs on asyncio only (fastnet.AsyncClient), not on trio "
+                    "or another event loop: use httpx's own transport there"
+                ) from exc
+            raise
+        finally:
+            if listener is not None and listener.trace is not None:
+                await listener.aflush()
+        if listener is not None and listener.trace is not None:
+            stream: httpx.AsyncByteStream = _TracedAsyncResponseStream(response, request, listener)
+        else:
+            stream = _AsyncResponseStream(response, request)
         return httpx.Response(
             response.status_code,
             headers=response.headers._items,
-            stream=_AsyncResponseStream(response, request),
+            stream=stream,
             extensions=_extensions(response),
         )
 

@@ -25,16 +25,24 @@ The response is a ``requests.Response`` whose ``raw`` is a ``urllib3.HTTPRespons
 streamed body, the object requests expects there: ``iter_content``, ``raw.read()``, ``raw.stream()``, and
 requests' own gzip/deflate/brotli/zstd decoding work as with the stock adapter (fastnet passes the body
 through as sent, because requests sets ``Accept-Encoding`` itself; a request without one says
-``Accept-Encoding: identity``, as http.client does). Without ``stream=True`` the body is read inside
-``send()``. Cookies are handed to requests' jar through ``raw._original_response.msg``, which exists only
-when the response sets a cookie (so a response without ``Set-Cookie`` costs requests no cookie parsing).
+``Accept-Encoding: identity``, as http.client does). ``send()`` never reads the body: without
+``stream=True`` the session reads it through ``content`` once it has taken ``elapsed`` (the time to the
+response head) and run the hooks, and ``content`` reads straight from fastnet. Cookies are handed to
+requests' jar through ``raw._original_response.msg``, which exists only when the response sets a cookie
+(so a response without ``Set-Cookie`` costs requests no cookie parsing).
+
+A bad ``timeout`` raises the ``ValueError`` the stock adapter raises (urllib3's ``Timeout`` checks it)
+before anything is sent. ``close()`` (a session's, which ``requests.get(url, stream=True)`` calls before it
+returns) closes the idle connections of the adapter's pool at once and one a streamed body still reads from
+when that body is read or closed, as the stock adapter's pool manager does.
 
 fastnet's errors become the exceptions requests users catch, each with ``request=`` set and the fastnet
-error as its cause: ``ConnectTimeout``, ``ReadTimeout``, ``SSLError``, ``ProxyError``, ``ConnectionError``
+error as its cause: ``ConnectTimeout``, ``ReadTimeout`` (a TLS handshake that timed out too, as urllib3
+reports it), ``SSLError``, ``ProxyError`` (an unreachable or unresolvable proxy too), ``ConnectionError``
 (DNS failures, refused connections, a peer that closed or broke HTTP/1.1), and while the body is read,
-``ChunkedEncodingError``, ``ContentDecodingError`` and ``ConnectionError`` for a read timeout, as
-requests raises them. A write that times out raises ``WriteTimeout``, both a ``ConnectionError`` (what
-the stock adapter raises) and a ``Timeout``.
+``ChunkedEncodingError``, ``ContentDecodingError`` and ``ConnectionError`` for a read timeout, as requests
+raises them. A write that times out raises ``WriteTimeout``, both a ``ConnectionError`` (what the stock
+adapter raises) and a ``Timeout``.
 
 Differences from the stock ``HTTPAdapter``, on purpose: a request that fails on a stale pooled connection
 is sent again on a new one (fastnet's ``retry_on_connection_failure``; the stock adapter with its default
@@ -50,6 +58,8 @@ import io
 import os
 import ssl
 import threading
+import urllib.parse
+import warnings
 from collections.abc import Generator, Iterator, Mapping, MutableMapping
 from typing import Any
 
@@ -122,9 +132,10 @@ class FastnetAdapter(BaseAdapter):
             retry = fastnet.Retry(total=max_retries, respect_retry_after=False) if max_retries else None
         else:
             raise TypeError(f"max_retries must be an int >= 0 or a fastnet.Retry, not {max_retries!r}")
+        self._pool: fastnet.ConnectionPool | None = None  # the pool the adapter made, closed with it
         if client is None:
             if "connection_pool" not in options:
-                options["connection_pool"] = fastnet.ConnectionPool(
+                self._pool = options["connection_pool"] = fastnet.ConnectionPool(
                     max_idle_connections=max(1, pool_connections * pool_maxsize),
                     max_connections_per_host=pool_maxsize if pool_block else None,
                 )
@@ -165,6 +176,8 @@ class FastnetAdapter(BaseAdapter):
         if url is None:
             raise rex.InvalidURL("the request has no URL", request=request)
         client = self._client_for(url, timeout, verify, cert, request)
+        if not verify and url[:6].lower() == "https:":
+            _warn_unverified(url)
         proxy_url = select_proxy(url, proxies) if proxies else None  # type: ignore[arg-type]
         proxy = self._proxy(proxy_url, request) if proxy_url else None
         method = request.method or "GET"
@@ -177,13 +190,11 @@ class FastnetAdapter(BaseAdapter):
         try:
             network = call.execute()
         except fastnet.NetworkError as exc:
-            raise _requests_error(exc, request) from exc
-        raw = _RawResponse.make(network, method, url)
-        content = None if stream else _read_all(raw, request)
-        return self._build_response(request, raw, content)
+            raise _requests_error(exc, request, proxy) from exc
+        return self._build_response(request, _RawResponse.make(network, method, url))
 
-    def _build_response(self, request: PreparedRequest, raw: _RawResponse, content: bytes | None) -> Response:
-        response = Response()
+    def _build_response(self, request: PreparedRequest, raw: _RawResponse) -> Response:
+        response = _Response()
         response.status_code = raw.status
         response.headers = _case_insensitive(raw.fastnet_response.headers._items)
         response.encoding = get_encoding_from_headers(response.headers)
@@ -194,9 +205,6 @@ class FastnetAdapter(BaseAdapter):
             requests.cookies.extract_cookies_to_jar(response.cookies, request, raw)
         response.request = request
         response.connection = self  # type: ignore[assignment]
-        if content is not None:
-            response._content = content
-            response._content_consumed = True
         return response
 
     # -- the client and proxy for a request ---------------------------------------------------------
@@ -257,15 +265,39 @@ class FastnetAdapter(BaseAdapter):
         return proxy
 
     def close(self) -> None:
-        """Close the adapter's clients (and, when the adapter made its own, their connections)."""
+        """Close the adapter's clients and, when the adapter made its own pool, their connections: idle
+        ones now, one a streamed body still reads from once that body is read or closed (as the stock
+        adapter's ``PoolManager.clear()``; ``requests.get(url, stream=True)`` closes its session before
+        the body is read)."""
         with self._lock:
             siblings = list(self._siblings.values())
             self._siblings.clear()
             self._by_argument.clear()
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool._attach()  # closing the pool's last client would close the connections in use too
         for sibling in siblings:
             sibling.close()
         if self._own:
             self._base.close()
+        if pool is not None:
+            for real in pool._halves():
+                real.max_idle = 0  # a connection released from now on is closed, not kept idle
+            pool.evict_all()
+
+
+class _Response(Response):
+    """``requests.Response`` whose ``content`` is read straight from fastnet (``_read_all``): the session
+    reads the body of a request without ``stream=True`` through it, after it took ``elapsed`` and ran the
+    response hooks, as with the stock adapter."""
+
+    @property
+    def content(self) -> bytes | None:  # type: ignore[override]
+        raw = self.raw
+        if self._content is False and isinstance(raw, _RawResponse) and raw._fp_bytes_read == 0:
+            self._content = _read_all(raw, self.request)  # nothing read yet (else urllib3 may hold some)
+            self._content_consumed = True
+        return super().content
 
 
 class Session(requests.Session):
@@ -346,29 +378,38 @@ def _body(body: Any) -> Any:
 
 
 def _timeouts(timeout: Any) -> tuple[float | None, float | None]:
-    if timeout is None:
-        return None, None
+    """``(connect, read)`` for what ``send()`` was given, refused with the stock adapter's ``ValueError``
+    (urllib3's ``Timeout`` checks the values: not a number, a bool, or <= 0)."""
     if isinstance(timeout, tuple):
         try:
             connect, read = timeout
+            timeout = urllib3.Timeout(connect=connect, read=read)
         except ValueError:
             raise ValueError(
                 f"Invalid timeout {timeout}. Pass a (connect, read) timeout tuple, "
                 "or a single float to set both timeouts to the same value."
             ) from None
-    elif isinstance(timeout, urllib3.Timeout):
-        connect, read = timeout.connect_timeout, timeout.read_timeout
-    else:
-        connect = read = timeout
-    return _seconds(connect), _seconds(read)
+    elif not isinstance(timeout, urllib3.Timeout):
+        timeout = urllib3.Timeout(connect=timeout, read=timeout)
+    return _seconds(timeout.connect_timeout), _seconds(timeout.read_timeout)
 
 
 def _seconds(value: Any) -> float | None:
-    if value is None or not isinstance(value, (int, float)) or isinstance(value, bool):
+    if value is None or not isinstance(value, (int, float)):
         return None  # None, or urllib3's "default" sentinel: no timeout, as the stock adapter
-    if value == 0:
-        return 1e-6  # fastnet reads 0 as "none"; requests means "do not wait"
     return float(value)
+
+
+def _warn_unverified(url: str) -> None:
+    """urllib3's ``InsecureRequestWarning``, which the stock adapter gives for every unverified https
+    request (and ``urllib3.disable_warnings()`` silences)."""
+    host = urllib.parse.urlsplit(url).hostname
+    warnings.warn(
+        f"HTTPS request to {host!r} without verifying its certificate (verify=False): anyone on the path "
+        "can read and change it",
+        u3ex.InsecureRequestWarning,
+        stacklevel=2,
+    )
 
 
 def _cert_key(cert: Any) -> Any:
@@ -679,11 +720,17 @@ def _case_insensitive(items: list[tuple[str, str]]) -> CaseInsensitiveDict[str]:
 # -------------------------------------------------------------------------------------------- errors
 
 
-def _requests_error(exc: fastnet.NetworkError, request: PreparedRequest) -> Exception:
-    """The requests exception for a fastnet error raised before the response head arrived."""
+def _requests_error(
+    exc: fastnet.NetworkError, request: PreparedRequest, proxy: fastnet.Proxy | None = None
+) -> Exception:
+    """The requests exception for a fastnet error raised before the response head arrived (``proxy``: the
+    request's)."""
     kind: type[rex.RequestException]
     if isinstance(exc, (fastnet.ConnectTimeout, fastnet.PoolTimeout)):
-        kind = rex.ProxyError if _through_proxy(exc) else rex.ConnectTimeout
+        if exc.phase == "tls":
+            kind = rex.ReadTimeout  # urllib3 reports a TLS handshake that timed out as a read timeout
+        else:
+            kind = rex.ProxyError if _through_proxy(exc) else rex.ConnectTimeout
     elif isinstance(exc, fastnet.ReadTimeout):
         kind = rex.ReadTimeout
     elif isinstance(exc, fastnet.WriteTimeout):
@@ -694,6 +741,12 @@ def _requests_error(exc: fastnet.NetworkError, request: PreparedRequest) -> Exce
         kind = rex.SSLError
     elif isinstance(exc, fastnet.ProxyError):
         kind = rex.ProxyError
+    elif (
+        isinstance(exc, fastnet.UnknownHostError)
+        and proxy is not None
+        and proxy.type is fastnet.ProxyType.HTTP
+    ):
+        kind = rex.ProxyError  # the proxy's name (an HTTP proxy resolves the origin's itself)
     elif isinstance(exc, fastnet.ConnectError):
         if _through_proxy(exc):
             kind = rex.ProxyError

@@ -22,18 +22,19 @@ authenticators and the proxy environment off: Scrapy's middlewares keep redirect
 authentication and decompression (``HttpCompressionMiddleware`` sets ``Accept-Encoding``, and fastnet
 passes the body through as sent).
 
-``download_timeout`` (``DOWNLOAD_TIMEOUT``) bounds the whole download, as in Scrapy's HTTP/1.1 handler:
-it is the call timeout of a sibling client (one per distinct value, sharing the pool), and the connect,
-read and write timeouts too. ``proxy`` meta (set by ``HttpProxyMiddleware``, from the request or the
-environment) goes on the request: ``http://`` and ``https://`` proxies, with the credentials the middleware
-put in ``Proxy-Authorization`` (sent to the proxy only, on the CONNECT for an https origin), and
-``socks5://``, ``socks5h://``, ``socks4a://`` URLs. The pool keeps up to ``CONCURRENT_REQUESTS`` idle
+``download_timeout`` (``DOWNLOAD_TIMEOUT``) bounds the whole download, as in Scrapy's HTTP/1.1 handler: it
+is the call timeout of a sibling client (one per distinct value, sharing the pool), and the connect, read
+and write timeouts too. ``proxy`` meta (set by ``HttpProxyMiddleware``, from the request or the
+environment) goes on the request: ``http://`` and ``https://`` proxies, with the credentials the
+middleware put in ``Proxy-Authorization`` (sent to the proxy only, on the CONNECT for an https origin),
+and ``socks5://``, ``socks5h://``, ``socks4a://`` URLs. The pool keeps up to ``CONCURRENT_REQUESTS`` idle
 connections, at most ``CONCURRENT_REQUESTS_PER_DOMAIN`` per host. TLS uses Scrapy's own context
 (``DOWNLOAD_VERIFY_CERTIFICATES``, ``DOWNLOAD_TLS_MIN_VERSION``..., ciphers). fastnet's errors become
 Scrapy's: ``DownloadTimeoutError``, ``CannotResolveHostError``, ``DownloadConnectionRefusedError``
 (refused connections, a SOCKS proxy that refuses), ``TunnelError`` (a proxy that answers the CONNECT with
-something other than 2xx, as Scrapy's HTTP/1.1 handler raises it), ``DownloadFailedError`` (TLS failures,
-a peer that closed or broke HTTP/1.1), ``UnsupportedURLSchemeError``; the retry middleware knows them.
+another status than 200, as Scrapy's HTTP/1.1 handler raises it, or with something that is not HTTP, or
+closes before its answer is complete), ``DownloadFailedError`` (TLS failures, a peer that closed or broke
+HTTP/1.1), ``UnsupportedURLSchemeError``; the retry middleware knows them.
 
 ``bindaddress`` meta and ``DOWNLOAD_BIND_ADDRESS`` bind the sockets to that local IP address (their port
 is not used: the kernel picks one, as Scrapy's httpx handler does). Not supported: the peer's certificate
@@ -165,9 +166,12 @@ class FastnetDownloadHandler(_Base):
         except fastnet.UnknownHostError as exc:
             raise CannotResolveHostError(str(exc)) from exc
         except fastnet.ProxyError as exc:
-            if exc.status_code is not None:  # the proxy answered the CONNECT, and not with a 2xx
-                raise TunnelError(str(exc)) from exc
-            raise DownloadConnectionRefusedError(str(exc)) from exc
+            if exc.proxy is None or exc.proxy.type is not fastnet.ProxyType.HTTP:
+                raise DownloadConnectionRefusedError(str(exc)) from exc  # a SOCKS proxy refused or failed
+            if isinstance(exc.__cause__, (TimeoutError, BlockingIOError)):  # no answer in time
+                raise DownloadTimeoutError(f"Getting {url} took longer than {timeout} seconds.") from exc
+            # the CONNECT failed: another status than 200, garbage, or a reply cut short
+            raise TunnelError(str(exc)) from exc
         except fastnet.TlsError as exc:
             raise DownloadFailedError(str(exc)) from exc
         except fastnet.ConnectError as exc:

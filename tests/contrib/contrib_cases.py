@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import socket
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -392,3 +394,50 @@ def check(case: Case, expect: Expect, seen: Observed, servers: Servers) -> list[
 def body_chunks(case: Case) -> Iterator[bytes]:
     """The upload of a ``body_chunks`` case, as a one-shot generator."""
     yield from case.body_chunks or ()
+
+
+#: CONNECT answers a proxy may get wrong, by the port the CONNECT asks for (``ConnectProxy``).
+BAD_CONNECT_REPLIES: dict[int, bytes] = {
+    10001: b"garbage that is not HTTP\r\n\r\n",
+    10002: b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n",
+    10003: b"HTTP/1.1 200 Conn",  # cut short, then closed
+    10004: b"SSH-2.0-OpenSSH_9.6\r\n",  # another protocol's banner, then closed
+}
+
+
+class ConnectProxy:
+    """A proxy on loopback that answers each CONNECT with ``replies[port]`` (the port it asks for) and
+    closes; ``url`` is its address."""
+
+    def __init__(self, replies: dict[int, bytes]) -> None:
+        self.replies = replies
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(5)
+                head = b""
+                try:
+                    while b"\r\n\r\n" not in head and len(head) < 65536:
+                        data = conn.recv(4096)
+                        if not data:
+                            break
+                        head += data
+                    conn.sendall(self.replies[int(head.split(b" ", 2)[1].rpartition(b":")[2])])
+                except (OSError, ValueError, IndexError, KeyError):
+                    pass
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._listener.close()

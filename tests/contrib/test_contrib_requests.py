@@ -343,3 +343,163 @@ def test_session_reads_the_proxy_environment_once_per_host(
         assert "fastnet-squid" in again.headers.get("Via", "")  # what it read the first time
         session.trust_env = False
         assert "Via" not in session.get(testbed.url("/whoami", host="127.0.0.2"), timeout=5).headers
+
+
+def test_closing_the_session_leaves_a_streamed_body_readable(server: MockServer) -> None:
+    """``requests.get(url, stream=True)`` closes its session before returning: as the stock adapter, the
+    connection the body streams from stays open until the body is read, then is closed, not pooled."""
+    body = b"x" * 200_000
+    server.enqueue(
+        MockResponse(200, body=b"idle"), MockResponse(200, body=body, chunked=True, chunk_size=10_000)
+    )
+    adapter = FastnetAdapter()
+    with requests.Session() as s:
+        s.trust_env = False
+        s.mount("http://", adapter)
+        assert s.get(server.url("/idle")).content == b"idle"  # leaves an idle connection
+        r = s.get(server.url("/"), stream=True)
+    pool = adapter.client.connection_pool
+    assert pool.idle_connection_count() == 0  # the idle one was closed with the session
+    assert r.content == body
+    assert pool.connection_count() == 0  # the streamed one once its body was read
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    "timeout",
+    ["foo", -1, 0, True, (1, 2, 3), ("a", 1), (1, -2), [1, 2]],
+    ids=["text", "negative", "zero", "bool", "three", "text-in-tuple", "negative-in-tuple", "list"],
+)
+def test_bad_timeouts_raise_the_stock_value_error(engine: str, timeout: Any, server: MockServer) -> None:
+    import urllib3
+
+    with requests.Session() as s:
+        s.trust_env = False
+        if engine == "fastnet":
+            s.mount("http://", FastnetAdapter())
+        with pytest.raises(ValueError) as raised:
+            s.get(server.url("/"), timeout=timeout)
+        if isinstance(timeout, tuple):
+            assert str(raised.value).startswith(f"Invalid timeout {timeout}.")
+        else:
+            with pytest.raises(ValueError) as urllib3_says:
+                urllib3.Timeout(connect=timeout, read=timeout)
+            assert str(raised.value) == str(urllib3_says.value)
+        for good in (urllib3.Timeout(connect=5, read=None), 2.5, (None, 5)):
+            server.enqueue(MockResponse(200, body=b"ok"))
+            assert s.get(server.url("/"), timeout=good).content == b"ok"
+    assert server.request_count == 3  # the bad timeout sent nothing
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_refused_proxy_is_a_proxy_error(engine: str, testbed: Any) -> None:
+    refused = f"http://user:s3cret@{testbed.refused[0]}:{testbed.refused[1]}"
+    with requests.Session() as s:
+        s.trust_env = False
+        if engine == "fastnet":
+            s.mount("http://", FastnetAdapter())
+        with pytest.raises(requests.exceptions.ProxyError) as raised:
+            s.get(testbed.url("/whoami"), proxies={"http": refused}, timeout=5)
+        assert "s3cret" not in str(raised.value) and "s3cret" not in repr(raised.value)
+
+
+def test_unresolvable_http_proxy_is_a_proxy_error(testbed: Any) -> None:
+    """The stock adapter wraps a failure to reach the proxy, its name unresolvable included, in
+    ``ProxyError`` (the name is resolved by the testbed's unbound, which knows no ``nope.test``)."""
+    from fastnet.dns import UdpDns
+
+    with requests.Session() as s:
+        s.trust_env = False
+        s.mount("http://", FastnetAdapter(dns=UdpDns(*testbed.unbound)))
+        for proxy in ("http://user:s3cret@nope.test:3128", "https://nope.test:3129"):
+            with pytest.raises(requests.exceptions.ProxyError) as raised:
+                s.get(testbed.url("/whoami"), proxies={"http": proxy}, timeout=5)
+            assert "s3cret" not in str(raised.value)
+        with pytest.raises(requests.exceptions.ConnectionError) as raised:  # the origin's name: not the proxy
+            s.get("http://nope.test/", timeout=5)
+        assert not isinstance(raised.value, requests.exceptions.ProxyError)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_407_from_a_site_is_a_response(engine: str, server: MockServer) -> None:
+    """No proxy, so nothing to authenticate to: the stock adapter returns the site's 407."""
+    server.enqueue(MockResponse(407, headers=[("Proxy-Authenticate", 'Basic realm="site"')], body=b"who?"))
+    with requests.Session() as s:
+        s.trust_env = False
+        if engine == "fastnet":
+            s.mount("http://", FastnetAdapter())
+        r = s.get(server.url("/"), timeout=5)
+    assert r.status_code == 407 and r.content == b"who?"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_tls_handshake_timeout_is_a_read_timeout(engine: str) -> None:
+    """A server that accepts but never answers the TLS handshake: urllib3 reports a read timeout (a
+    ``Timeout`` that is not a ``ConnectionError``), not a connect timeout."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        with requests.Session() as s:
+            s.trust_env = False
+            if engine == "fastnet":
+                s.mount("https://", FastnetAdapter())
+            url = f"https://127.0.0.1:{listener.getsockname()[1]}/"
+            with pytest.raises(requests.exceptions.ReadTimeout) as raised:
+                s.get(url, timeout=(0.3, 30))
+            assert not isinstance(raised.value, requests.exceptions.ConnectionError)
+    finally:
+        listener.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_session_reads_a_body_after_elapsed_and_hooks(engine: str, server: MockServer) -> None:
+    """``Response.elapsed`` is the time to the response head even without ``stream=True``: the session
+    takes the time, runs the response hooks, then reads the body; the adapter must not read it first."""
+    server.enqueue(MockResponse(200, body=b"x" * 50_000))
+    seen: list[Any] = []
+
+    def hook(r: Any, **_: Any) -> None:
+        seen.append((r._content_consumed, r.raw.tell()))
+
+    with requests.Session() as s:
+        s.trust_env = False
+        if engine == "fastnet":
+            s.mount("http://", FastnetAdapter())
+        r = s.get(server.url("/"), hooks={"response": hook})
+    assert seen == [(False, 0)]
+    assert r.content == b"x" * 50_000 and r.raw.tell() == 50_000
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_content_after_part_of_the_body_was_read(engine: str, server: MockServer) -> None:
+    body = bytes(range(256)) * 400
+    server.enqueue(MockResponse(200, body=body))  # not chunked: urllib3 loses its place in chunks there
+    with requests.Session() as s:
+        s.trust_env = False
+        if engine == "fastnet":
+            s.mount("http://", FastnetAdapter())
+        r = s.get(server.url("/"), stream=True)
+        assert r.raw.read(7) + r.raw.read(5000) + r.content == body
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unverified_https_warns_as_the_stock_adapter(engine: str, testbed: Any) -> None:
+    """``verify=False`` on an https URL gives urllib3's ``InsecureRequestWarning`` on every request (the
+    warning ``urllib3.disable_warnings()`` silences); a verified request gives none."""
+    import warnings
+
+    import urllib3
+
+    url = testbed.url("/2b", tls=True)
+    with requests.Session() as s:
+        s.trust_env = False
+        if engine == "fastnet":
+            s.mount("https://", FastnetAdapter())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            s.get(url, verify=False, timeout=5)
+            s.get(url, verify=False, timeout=5)
+            s.get(url, verify=testbed.ca_path, timeout=5)
+    insecure = [w for w in caught if issubclass(w.category, urllib3.exceptions.InsecureRequestWarning)]
+    assert len(insecure) == 2 and "127.0.0.1" in str(insecure[0].message)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contrib_cases import CASES, Case, Expect, Observed, Servers, check
+from contrib_cases import BAD_CONNECT_REPLIES, CASES, Case, ConnectProxy, Expect, Observed, Servers, check
 
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
@@ -416,3 +416,55 @@ def _drain(server: MockServer) -> list[Any]:
             out.append(server.take_request(timeout=0.2))
         except TimeoutError:
             return out
+
+
+# ------------------------------------------------------------------------- proxies that misbehave
+
+#: The error for each of ``BAD_CONNECT_REPLIES``: (fastnet's, the default handler's).
+_CONNECT_ERRORS: dict[int, tuple[str, str]] = {
+    10001: ("TunnelError", "TunnelError"),
+    10002: ("TunnelError", "TunnelError"),
+    # cut short: the default handler waits for the end of the head until download_timeout
+    10003: ("TunnelError", "DownloadTimeoutError"),
+    10004: ("TunnelError", "DownloadTimeoutError"),
+}
+
+
+@pytest.fixture(scope="module")
+def bad_connect_proxy() -> Iterator[str]:
+    proxy = ConnectProxy(BAD_CONNECT_REPLIES)
+    yield proxy.url
+    proxy.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_malformed_connect_replies_and_a_407_from_a_site(
+    engine: str, bad_connect_proxy: str, server: MockServer, tmp_path: Path
+) -> None:
+    """A CONNECT answered with garbage, another status than 200 or a head cut short is Scrapy's
+    ``TunnelError``; a 407 from a site reached without a proxy is a response, as the default handler
+    returns it."""
+    server.enqueue(MockResponse(407, headers=[("Proxy-Authenticate", 'Basic realm="site"')], body=b"who?"))
+    cases = [
+        {
+            "id": str(port),
+            "url": f"https://127.0.0.1:{port}/",
+            "method": "GET",
+            "body": None,
+            "headers": [],
+            "timeout": 1.5,
+            "proxy": bad_connect_proxy.replace("http://", "http://user:s3cret@"),
+            "header_names": [],
+        }
+        for port in _CONNECT_ERRORS
+    ]
+    cases.append({**cases[0], "id": "site-407", "url": server.url("/"), "proxy": None, "timeout": 5})
+    spec, out = tmp_path / "spec.json", tmp_path / "out.json"
+    spec.write_text(json.dumps({"cases": cases}))
+    child("table", engine, str(spec), str(out))
+    results = json.loads(out.read_text())
+    for port, (fastnet_error, stock_error) in _CONNECT_ERRORS.items():
+        got = results[str(port)]
+        assert got.get("error") == (fastnet_error if engine == "fastnet" else stock_error), (port, got)
+        assert "s3cret" not in got["message"]
+    assert results["site-407"].get("status") == 407 and results["site-407"]["body"] == "who?"
