@@ -46,6 +46,7 @@ __all__ = [
     "HEAD_READ",
     "IMPLEMENTATION",
     "MAX_WAIT_NS",
+    "OPEN_BACKOFF_NS",
     "READY",
     "RECV_SIZE",
     "SETUP",
@@ -213,9 +214,12 @@ RECV_SIZE = 131072
 HEAD_READ = 4096
 #: The longest the loop waits for events before it looks at the clock again (ns).
 MAX_WAIT_NS = 1_000_000_000
+#: How long no connection is opened after opening one failed at once (ns).
+OPEN_BACKOFF_NS = 10_000_000
 
 cdef int64_t _CHECK_NS = CHECK_NS
 cdef int64_t _MAX_WAIT_NS = MAX_WAIT_NS
+cdef int64_t _OPEN_BACKOFF_NS = OPEN_BACKOFF_NS
 cdef Py_ssize_t _RECV_SIZE = RECV_SIZE
 cdef Py_ssize_t _HEAD_READ = HEAD_READ
 cdef int BODY_NONE = 0
@@ -374,6 +378,7 @@ cdef class Engine:
     cdef int64_t _end
     cdef int64_t _slot
     cdef int64_t _next_check
+    cdef int64_t _open_after
     cdef bint _stop_requested
     cdef bint _finished
     cdef bint _shut
@@ -516,6 +521,7 @@ cdef class Engine:
         self._end = 0
         self._slot = 0
         self._next_check = 0
+        self._open_after = 0
         self._stop_requested = False
         self._finished = False
         self._shut = False
@@ -710,9 +716,11 @@ cdef class Engine:
             if self._nready:
                 self._nready -= 1
                 i = self._ready[self._nready]
-            elif self._nclosed:
+            elif self._nclosed and now >= self._open_after:
                 self._nclosed -= 1
                 i = self._closed[self._nclosed]
+            elif self._nclosed:
+                return self._open_after - now
             else:
                 return -1
             c = &self._c[i]
@@ -728,6 +736,9 @@ cdef class Engine:
                 self._send(i, now)
             else:
                 self._open(i, now)
+                if c.state == S_CLOSED:  # failed at once: look at the clock again, and back off
+                    self._open_after = _now() + _OPEN_BACKOFF_NS
+                    return _OPEN_BACKOFF_NS
 
     cdef int _register(self, int i, uint32_t events, int op) except -1:
         cdef epoll_event ev
@@ -750,7 +761,7 @@ cdef class Engine:
         c.started = _now()  # this connect's own start (a turn may open many)
         fd = socket(self._families[g], SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
         if fd < 0:
-            self._connect_failed(i, errno, now)
+            self._connect_failed(i, errno, now, "open a socket for")
             return 0
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one))
         r = connect(fd, <sockaddr*>&self._addrs[g], self._addrlens[g])
@@ -786,13 +797,13 @@ cdef class Engine:
         self._send(i, now)
         return 0
 
-    cdef int _connect_failed(self, int i, int code, int64_t now) except -1:
+    cdef int _connect_failed(self, int i, int code, int64_t now, str doing="connect to") except -1:
         _family, host, port = self._addresses[self._c[i].group]
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         self._fail(
             i,
             f"ConnectError ({_errno_name(code)})",
-            f"connect to {where} failed: [Errno {code}] {os.strerror(code)}",
+            f"{doing} {where} failed: [Errno {code}] {os.strerror(code)}",
             now,
         )
         return 0

@@ -19,7 +19,10 @@ made by ``prepare(conn, group)`` with fastnet's connection code in a helper thre
 :meth:`Engine.deliver`), ``READY`` (connected and idle) and ``BUSY`` (a request in flight). A due slot
 goes to a ``READY`` connection if there is one (most recently freed first), else to a ``CLOSED`` one,
 which connects first: the request that needed the connection fails if connecting fails, so a run with
-``total`` requests against a dead server still ends.
+``total`` requests against a dead server still ends. When opening fails at once (``socket()`` out of file
+descriptors, ``connect()`` out of ports or routes), the turn ends there and no connection is opened for
+:data:`OPEN_BACKOFF_NS`: the loop looks at its clock and its deadlines again, and a generator that cannot
+open any socket waits instead of spinning (its connections still in use carry on meanwhile).
 
 Every request is prebuilt bytes (``group.requests``, round-robin within the connection's group). A
 response is parsed by fastnet's ``ResponseParser``. While a head is awaited a read takes at most
@@ -60,6 +63,7 @@ __all__ = [
     "HEAD_READ",
     "IMPLEMENTATION",
     "MAX_WAIT_NS",
+    "OPEN_BACKOFF_NS",
     "READY",
     "RECV_SIZE",
     "SETUP",
@@ -83,6 +87,8 @@ RECV_SIZE = 131072
 HEAD_READ = 4096
 #: The longest the loop waits for events before it looks at the clock again (ns).
 MAX_WAIT_NS = 1_000_000_000
+#: How long no connection is opened after opening one failed at once (ns).
+OPEN_BACKOFF_NS = 10_000_000
 
 _NO_DATA = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 _monotonic_ns = time.monotonic_ns
@@ -238,6 +244,7 @@ class Engine:
         self._end = 0
         self._slot = 0
         self._next_check = 0
+        self._open_after = 0
         self._stop_requested = False
         self._finished = False
         self._shut = False
@@ -390,8 +397,10 @@ class Engine:
                 intended = now
             if self._ready:
                 conn = self._conns[self._ready.pop()]
-            elif self._closed:
+            elif self._closed and now >= self._open_after:
                 conn = self._conns[self._closed.pop()]
+            elif self._closed:
+                return self._open_after - now
             else:
                 return -1
             if self._interval > 0:
@@ -406,6 +415,9 @@ class Engine:
                 self._send(conn, now)
             else:
                 self._open(conn, now)
+                if conn.state == CLOSED:  # failed at once: look at the clock again, and back off
+                    self._open_after = _monotonic_ns() + OPEN_BACKOFF_NS
+                    return OPEN_BACKOFF_NS
 
     def _open(self, conn: _Conn, now: int) -> None:
         address = self._addresses[conn.group]
@@ -420,7 +432,7 @@ class Engine:
         try:
             sock = socket.socket(family, socket.SOCK_STREAM)
         except OSError as exc:  # out of file descriptors, for one
-            self._connect_failed(conn, exc.errno or 0, now)
+            self._connect_failed(conn, exc.errno or 0, now, "open a socket for")
             return
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -449,13 +461,13 @@ class Engine:
         self._connect.record((_monotonic_ns() - conn.started) // 1000)
         self._send(conn, now)
 
-    def _connect_failed(self, conn: _Conn, code: int, now: int) -> None:
+    def _connect_failed(self, conn: _Conn, code: int, now: int, doing: str = "connect to") -> None:
         host, port = self._addresses[conn.group][1:]
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         self._fail(
             conn,
             f"ConnectError ({_errno_name(code)})",
-            f"connect to {where} failed: [Errno {code}] {os.strerror(code)}",
+            f"{doing} {where} failed: [Errno {code}] {os.strerror(code)}",
             now,
         )
 

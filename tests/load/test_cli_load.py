@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import resource
 import shutil
 import signal
 import struct
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from conftest import Twins
 from loadkit import refused_port
 
 import fastnet.load
@@ -179,6 +181,39 @@ def test_load_cli_says_what_to_install_when_a_dependency_is_missing(
 def test_load_cli_exits_1_when_the_run_cannot_start(capsys: pytest.CaptureFixture[str]) -> None:
     assert _load("http://127.0.0.1:1/", "--proxy", "gopher://127.0.0.1:70", "-n", "1") == 1
     assert "bad proxy" in capsys.readouterr().err
+
+
+def test_load_cli_ends_and_counts_the_errors_when_no_socket_can_be_opened(
+    twins: Twins, server: MockServer
+) -> None:
+    # the open-file limit is below -c: socket() fails at once with EMFILE for most connections; the run
+    # still ends at its duration (the loop once retried without looking at its clock, forever), the
+    # failures are counted, and the loop backs off instead of spinning (far fewer failures than a spin)
+    engine = twins("fastnet.load.loop").IMPLEMENTATION
+    server.default_response = MockResponse(200, body=b"x")
+
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastnet", "load", server.url("/"), "-c", "300", "-z", "1s", "--json"]
+        + ["--engine", engine],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+        preexec_fn=low_limit,
+    )
+    assert time.monotonic() - t0 < 30  # the duration (1 s) plus the timeout (10 s), with room to spare
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["completed"] > 0  # the connections that could be opened worked meanwhile
+    errors = {e["type"]: e for e in result["errors"]}
+    emfile = errors["ConnectError (EMFILE)"]
+    assert 0 < emfile["count"] < 2000
+    where = f"127.0.0.1:{server.port}"
+    assert emfile["example"] == f"open a socket for {where} failed: [Errno 24] Too many open files"
 
 
 def _png_size(data: bytes) -> tuple[int, int]:
