@@ -49,6 +49,51 @@ def _run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[st
     )
 
 
+def _run_bytes(*args: str) -> subprocess.CompletedProcess[bytes]:
+    """``_run`` with stdout and stderr as the bytes written."""
+    return subprocess.run(
+        [sys.executable, "-m", "fastnet", *args], capture_output=True, timeout=30, env=_env(), cwd=str(ROOT)
+    )
+
+
+def _run_on_terminal(*args: str, stderr_too: bool = False) -> tuple[int, bytes, bytes]:
+    """Run ``fastnet`` with stdout (and with ``stderr_too`` stderr) on a pseudo-terminal: the exit
+    status, what the terminal received (newlines as CR LF), and stderr when it went to a pipe."""
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fastnet", *args],
+        stdout=secondary,
+        stderr=secondary if stderr_too else subprocess.PIPE,
+        env=dict(_env(), COLUMNS="100", TERM="xterm"),
+        cwd=str(ROOT),
+    )
+    os.close(secondary)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([primary], [], [], 20)
+            if not ready:
+                break
+            try:
+                piece = os.read(primary, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not piece:
+                break
+            seen += piece
+        code = process.wait(20)
+        err = process.stderr.read() if process.stderr is not None else b""
+    finally:
+        os.close(primary)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
+    return code, seen, err
+
+
 def _free_port() -> int:
     probe = socket.socket()
     probe.bind(("127.0.0.1", 0))
@@ -109,6 +154,109 @@ def test_verbose_shows_request_events_and_timings_on_stderr(server: MockServer) 
     for event in ("call start", "connect start", "response headers end 200 OK", "call end"):
         assert event in result.stderr
     assert "<Timings total=" in result.stderr
+
+
+# -- what a server says, on a terminal ----------------------------------------------------------------
+
+#: A head whose reason phrase sets the terminal's title and whose headers clear the screen, back up over
+#: what was printed and send an 8-bit CSI (0x9b, a C1 control: header bytes are decoded as latin-1).
+HOSTILE_HEAD = (
+    b"HTTP/1.1 404 No\x1b]0;pwned\x07pe\r\nX-Evil: a\x1b[2Jb\x08\x08\x9b31mc\r\nContent-Type: text/\x9b2J\r\n"
+)
+#: The same text as the command line shows it.
+SHOWN_REASON = b"No\\x1b]0;pwned\\x07pe"
+SHOWN_HEADER = b"X-Evil: a\\x1b[2Jb\\x08\\x08\\x9b31mc"
+
+
+def _hostile(body: bytes = b"hi") -> MockResponse:
+    return MockResponse(raw=HOSTILE_HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def _obeyed(data: bytes) -> bool:
+    """Whether ``data`` holds a control character a terminal would act on (UTF-8 C1 included)."""
+    text = data.decode("utf-8", "surrogateescape")
+    return re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\udc80-\udc9f]", text) is not None
+
+
+def test_printable_shows_control_characters_but_tab() -> None:
+    from fastnet.cli._text import printable
+
+    assert printable("plain text, tab\tand latin-1 é") == "plain text, tab\tand latin-1 é"
+    assert printable("a\x1b]0;t\x07b\x08\r\n\x00\x7f\x9b\x85") == (
+        "a\\x1b]0;t\\x07b\\x08\\x0d\\x0a\\x00\\x7f\\x9b\\x85"
+    )
+    assert printable("line 1\nline\x1b 2\n", lines=True) == "line 1\nline\\x1b 2\n"
+
+
+def test_terminal_guard_refuses_control_sequences_in_any_chunk() -> None:
+    from fastnet.cli._text import TerminalGuard
+
+    text = "héllo ✓\r\n\tok\n".encode()
+    guard = TerminalGuard()
+    assert all(guard.safe(text[i : i + 1]) for i in range(len(text)))  # UTF-8 split anywhere
+    for bad in (b"\x00", b"\x1b[2J", b"\x07", b"\x08", b"\x0c", b"\x9b", "\x9b".encode()):
+        guard = TerminalGuard()
+        assert guard.safe(b"fine ") and not guard.safe(b"x" + bad), bad
+
+
+def test_verbose_log_shows_control_characters_from_the_server(server: MockServer) -> None:
+    server.enqueue(_hostile())
+    result = _run_bytes("get", "-v", server.url("/"))  # stderr is a pipe: escaped all the same
+    assert result.returncode == 0 and result.stdout == b"hi"
+    assert not _obeyed(result.stderr.replace(b"\n", b""))
+    assert b"< HTTP/1.1 404 " + SHOWN_REASON in result.stderr and b"< " + SHOWN_HEADER in result.stderr
+    assert b"response headers end 404 " + SHOWN_REASON in result.stderr  # the event log too
+
+
+def test_include_escapes_the_head_on_a_terminal_and_keeps_it_in_a_pipe(server: MockServer) -> None:
+    for flag in ("-i", "-I"):
+        server.enqueue(_hostile())
+        code, seen, err = _run_on_terminal("get", flag, server.url("/"))
+        assert code == 0, err
+        lines = seen.replace(b"\r", b"").split(b"\n")  # the terminal adds a CR to each LF
+        assert not _obeyed(b"".join(lines)), seen
+        assert lines[0] == b"HTTP/1.1 404 " + SHOWN_REASON and SHOWN_HEADER in lines
+    server.enqueue(_hostile())
+    result = _run_bytes("get", "-i", server.url("/"))  # a file or a pipe gets the bytes received, as curl
+    assert result.returncode == 0 and result.stdout.startswith(HOSTILE_HEAD)
+
+
+def test_a_body_with_control_sequences_is_refused_on_a_terminal(server: MockServer) -> None:
+    for body in (b"ok \x1b]0;pwned\x07", b"\x00\x01binary", "csi \x9b2J".encode(), b"lone \x9b2J"):
+        server.enqueue(MockResponse(200, body=body))
+        code, seen, err = _run_on_terminal("get", server.url("/"))
+        assert code == 23 and seen == b"", (body, seen)
+        assert err.decode().startswith("fastnet: (23) binary output can mess up your terminal: ")
+        assert '"-o -"' in err.decode() and len(err.splitlines()) == 1
+    text = "héllo ✓\ttab\n".encode()
+    server.enqueue(MockResponse(200, body=text))
+    assert _run_on_terminal("get", server.url("/")) == (0, text.replace(b"\n", b"\r\n"), b"")
+    server.enqueue(MockResponse(200, body=b"forced \x1b[1mbold\x1b[0m"))
+    code, seen, err = _run_on_terminal("get", "-o", "-", server.url("/"))  # -o - prints it anyway
+    assert (code, seen, err) == (0, b"forced \x1b[1mbold\x1b[0m", b"")
+    server.enqueue(MockResponse(200, body=b"\x00\x1b piped"))
+    result = _run_bytes("get", server.url("/"))  # not a terminal: written as received
+    assert (result.returncode, result.stdout) == (0, b"\x00\x1b piped")
+
+
+def test_write_out_and_errors_show_control_characters(server: MockServer) -> None:
+    server.enqueue(_hostile())
+    result = _run_bytes("get", "-f", "-w", "%{content_type}|%{errormsg}\\n", server.url("/"))
+    assert result.returncode == 22 and not _obeyed(result.stderr.replace(b"\n", b""))
+    assert result.stderr == b"fastnet: (22) The requested URL returned error: 404 " + SHOWN_REASON + b"\n"
+    assert result.stdout.startswith(b"text/\\x9b2J|") and not _obeyed(result.stdout.rstrip(b"\n"))
+    server.enqueue(MockResponse(raw=b"HTTP/1.1 403 No\x1b]0;pwned\x07\r\nContent-Length: 0\r\n\r\n"))
+    result = _run_bytes("get", "-x", server.url("/"), "https://127.0.0.1:9/")  # CONNECT refused
+    assert result.returncode == 97 and b"403 " + b"No\\x1b]0;pwned\\x07" in result.stderr
+    assert not _obeyed(result.stderr.replace(b"\n", b""))
+
+
+def test_progress_bar_shows_the_file_name_as_text(server: MockServer, tmp_path: Path) -> None:
+    server.enqueue(MockResponse(200, body=b"x" * 1000))
+    target = tmp_path / "a[red]b\x1b[2J.bin"  # rich markup and an escape sequence in a file name
+    code, seen, _ = _run_on_terminal("get", "-o", str(target), server.url("/"), stderr_too=True)
+    assert code == 0 and target.read_bytes() == b"x" * 1000
+    assert b"a[red]b\\x1b[2J.bin" in seen and b"\x1b[2J" not in seen
 
 
 # -- request options ---------------------------------------------------------------------------------
@@ -238,29 +386,8 @@ def test_output_with_a_terminal_shows_a_progress_bar(server: MockServer, tmp_pat
     body = os.urandom(500_000)
     server.enqueue(MockResponse(200, body=body))
     target = tmp_path / "out.bin"
-    primary, secondary = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "fastnet", "get", "-o", str(target), server.url("/file")],
-        stdout=secondary,
-        stderr=secondary,
-        env=dict(_env(), COLUMNS="100", TERM="xterm"),
-        cwd=str(ROOT),
-    )
-    os.close(secondary)
-    seen = b""
-    while True:
-        ready, _, _ = select.select([primary], [], [], 20)
-        if not ready:
-            break
-        try:
-            piece = os.read(primary, 65536)
-        except OSError:
-            break
-        if not piece:
-            break
-        seen += piece
-    assert process.wait(20) == 0
-    os.close(primary)
+    code, seen, _ = _run_on_terminal("get", "-o", str(target), server.url("/file"), stderr_too=True)
+    assert code == 0
     assert target.read_bytes() == body
     text = re.sub(rb"\x1b\[[0-9;?]*[a-zA-Z]", b"", seen).decode("utf-8", "replace")
     assert "out.bin" in text and ("kB" in text or "MB" in text)

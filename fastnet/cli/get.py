@@ -4,8 +4,11 @@ The body goes to stdout and nothing else does, so ``fastnet get URL | jq .`` wor
 status line and headers before it (``-I`` sends HEAD and prints only those), ``-v`` writes the request,
 every event of the call and the timings to stderr. ``-o FILE`` writes the body to a file instead (with a
 ``rich`` progress bar on stderr when stdout is a terminal and rich is installed), ``-w`` prints curl's
-``--write-out`` variables afterwards. Options are curl's: ``-X -H -d --json -u -x -k --cacert --cert
---key -A -b -L --no-location --max-redirs -f -s -S --max-time --connect-timeout``.
+``--write-out`` variables afterwards. What the server or a URL said is shown with its control characters
+made visible (``fastnet/cli/_text.py``: always on stderr and in ``-w`` values, on a terminal for ``-i``),
+and a body with control sequences is refused on a terminal unless ``-o -``. Options are curl's: ``-X -H
+-d --json -u -x -k --cacert --cert --key -A -b -L --no-location --max-redirs -f -s -S --max-time
+--connect-timeout``.
 
 Redirects are followed by default, unlike curl (where ``-L`` turns that on): ``fastnet get`` makes the
 same call ``client.get`` makes with default options, so what it shows is what your code would get.
@@ -13,7 +16,8 @@ same call ``client.get`` makes with default options, so what it shows is what yo
 
 Exit codes are curl's where curl has one: 0 done; 2 a usage error; 3 a malformed URL; 1 an unsupported
 scheme; 6 the host name did not resolve; 7 no connection could be made; 22 an HTTP error status with
-``-f``; 23 the output file could not be written; 26 a ``@file`` could not be read; 28 a timeout; 35 a
+``-f``; 23 the output could not be written (or a body with control sequences was refused on a
+terminal); 26 a ``@file`` could not be read; 28 a timeout; 35 a
 TLS failure; 47 too many redirects; 52 the server closed without answering; 56 the connection failed
 while reading; 60 the server's certificate was not trusted; 63 the body was over ``max_body_size``;
 97 a proxy failed; 8 the server broke HTTP/1.1. Errors print one line on stderr (not with ``-s``,
@@ -30,6 +34,7 @@ import sys
 from typing import IO, Any
 
 import fastnet
+from fastnet.cli._text import BINARY_OUTPUT, TerminalGuard, printable
 from fastnet.testing import MockResponse, MockServer
 
 __all__ = ["EXIT_CODES", "add_parser", "exit_code", "run", "write_out"]
@@ -204,13 +209,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
+class _PrintableFormatter(logging.Formatter):
+    """A log line with its control characters made visible (URLs, hosts and errors come from outside)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))
+
+
 def _event_log() -> fastnet.LoggingEventListener:
     """``-v``: every event of the call on stderr, with the milliseconds since it started."""
     logger = logging.getLogger("fastnet.events.cli")
     logger.propagate = False
     logger.setLevel(logging.DEBUG)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("* %(message)s"))
+    handler.setFormatter(_PrintableFormatter("* %(message)s"))
     logger.handlers[:] = [handler]
     return fastnet.LoggingEventListener(logger)
 
@@ -276,7 +288,7 @@ def _build(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], dict[str
     if args.user is not None:
         user, sep, password = args.user.partition(":")
         if not sep:
-            password = getpass.getpass(f"password for {user}: ") if sys.stdin.isatty() else ""
+            password = getpass.getpass(f"password for {printable(user)}: ") if sys.stdin.isatty() else ""
         auth = (user, password)
     cert: Any = None
     if args.cert is not None:
@@ -384,7 +396,7 @@ def write_out(
                     out.append(json.dumps(values, sort_keys=True))
                 elif name in values:
                     value = values[name]
-                    out.append(f"{value:.6f}" if isinstance(value, float) else str(value))
+                    out.append(f"{value:.6f}" if isinstance(value, float) else printable(str(value)))
                 else:
                     out.append(fmt[i : end + 1])  # an unknown variable is left as it is
                 i = end + 1
@@ -405,9 +417,12 @@ def _one_line(error: BaseException) -> str:
     return " ".join(f"{type(error).__name__}: {error}".split())
 
 
-def _head_bytes(response: fastnet.Response) -> bytes:
+def _head_bytes(response: fastnet.Response, terminal: bool) -> bytes:
+    """The status line and headers as received, or made printable for a ``terminal``."""
     lines = [f"{response.protocol} {response.status_code} {response.reason}".rstrip()]
     lines += [f"{name}: {value}" for name, value in response.headers.items()]
+    if terminal:
+        lines = [printable(line) for line in lines]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
 
 
@@ -422,6 +437,7 @@ class _Progress:
         try:
             from rich import progress  # optional: fastnet-http[cli]
             from rich.console import Console
+            from rich.markup import escape
         except ImportError:
             return
         self.bar = progress.Progress(
@@ -434,7 +450,7 @@ class _Progress:
             transient=False,
         )
         self.bar.start()
-        self.task = self.bar.add_task(name, total=total)
+        self.task = self.bar.add_task(escape(printable(name)), total=total)  # no markup either
 
     def advance(self, n: int) -> None:
         if self.bar is not None:
@@ -494,17 +510,20 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                         raise _Failure(
                             22, f"The requested URL returned error: {response.status_code} {response.reason}"
                         )
-                    if args.output is not None:
+                    if args.output is not None and args.output != "-":
                         try:
                             target = open(args.output, "wb")  # noqa: SIM115 - closed in the finally below
                         except OSError as exc:
                             raise _Failure(23, f"cannot write {args.output}: {exc.strerror or exc}") from None
                     sink = target if target is not None else out
+                    terminal = target is None and out.isatty()
                     if args.include or args.head:
                         for prior in response.history:
-                            sink.write(_head_bytes(prior))
-                        sink.write(_head_bytes(response))
+                            sink.write(_head_bytes(prior, terminal))
+                        sink.write(_head_bytes(response, terminal))
                     if not args.head:
+                        # to a terminal, a body with control sequences is refused, unless -o - asks for it
+                        guard = TerminalGuard() if terminal and args.output is None else None
                         progress = _Progress(
                             target is not None and not args.silent and sys.stdout.isatty(),
                             _declared_length(response),
@@ -512,6 +531,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                         )
                         try:
                             for chunk in response.iter_bytes():
+                                if guard is not None and not guard.safe(chunk):
+                                    raise _Failure(23, BINARY_OUTPUT)
                                 try:
                                     sink.write(chunk)
                                 except OSError as exc:
@@ -528,17 +549,17 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         error = exc
         code = exc.code
         if not quiet_errors:
-            print(f"fastnet: ({code}) {exc}", file=sys.stderr)
+            print(f"fastnet: ({code}) {printable(str(exc))}", file=sys.stderr)
     except (fastnet.NetworkError, ValueError, TypeError) as exc:
         error = exc
         code = exit_code(exc)
         if not quiet_errors:
-            print(f"fastnet: ({code}) {_one_line(exc)}", file=sys.stderr)
+            print(f"fastnet: ({code}) {printable(_one_line(exc))}", file=sys.stderr)
     finally:
         if server is not None:
             server.shutdown()
     if args.verbose and response is not None and response.timings is not None:
-        print(f"* {response.timings!r}", file=sys.stderr)
+        print(printable(f"* {response.timings!r}"), file=sys.stderr)
     if args.write_out is not None:
         fmt = args.write_out
         if fmt.startswith("@"):
@@ -550,18 +571,18 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def _show_exchange(sent: list[Any], response: fastnet.Response) -> None:
     """``-v``: the request as sent and the response head, curl-style, on stderr."""
-    err = sys.stderr
+    lines = []
     if sent:
         request = sent[-1]
-        err.write(f"> {request.method} {request.url.target} HTTP/1.1\n")
+        lines.append(f"> {request.method} {request.url.target} HTTP/1.1")
         for name, value in request.headers.items():
             if name.lower() in _SECRET_HEADERS:
                 scheme, _, _ = value.partition(" ")
                 value = f"{scheme} ***" if scheme != value else "***"  # no credentials in the log
-            err.write(f"> {name}: {value}\n")
-        err.write(">\n")
-    err.write(f"< {response.protocol} {response.status_code} {response.reason}\n")
-    for name, value in response.headers.items():
-        err.write(f"< {name}: {value}\n")
-    err.write("<\n")
-    err.flush()
+            lines.append(f"> {name}: {value}")
+        lines.append(">")
+    lines.append(f"< {response.protocol} {response.status_code} {response.reason}")
+    lines += [f"< {name}: {value}" for name, value in response.headers.items()]
+    lines.append("<")
+    sys.stderr.write("".join(printable(line) + "\n" for line in lines))
+    sys.stderr.flush()
