@@ -9,8 +9,10 @@ import os
 import pty
 import re
 import select
+import signal
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import threading
@@ -397,6 +399,69 @@ def test_output_that_cannot_be_written_exits_23(server: MockServer, tmp_path: Pa
     server.enqueue(MockResponse(200, body=b"x"))
     result = _run("get", "-o", str(tmp_path / "no" / "such" / "dir"), server.url("/"))
     assert result.returncode == 23 and "cannot write" in result.stderr
+    server.enqueue(MockResponse(200, body=b"x"))
+    result = _run("get", "-o", str(tmp_path), server.url("/"))  # a directory
+    assert (
+        result.returncode == 23
+        and result.stderr == f"fastnet: (23) cannot write {tmp_path}: Is a directory\n"
+    )
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_output_to_a_full_disk_exits_23(server: MockServer) -> None:
+    for size in (10, 300_000):  # the error at the last flush, or at a write
+        server.enqueue(MockResponse(200, body=b"x" * size))
+        result = _run("get", "-o", "/dev/full", server.url("/"))
+        assert result.returncode == 23 and "Traceback" not in result.stderr, result.stderr
+        assert result.stderr == "fastnet: (23) write error: No space left on device\n"
+
+
+def test_a_reader_that_goes_away_ends_every_command_quietly(server: MockServer) -> None:
+    # stdout is a pipe nobody reads any more: each write fails with EPIPE at once
+    server.default_response = MockResponse(200, body=b"x" * 100_000)
+    for args, code in (
+        (("--version",), 141),
+        (("get", server.url("/")), 23),  # curl's write error
+        (("get", "-I", "-w", "%{http_code}", server.url("/")), 23),
+        (("load", "-n", "20", "-c", "1", server.url("/")), 141),
+    ):
+        reader, writer = os.pipe()
+        os.close(reader)
+        try:
+            result = subprocess.run(
+                [sys.executable, "-m", "fastnet", *args],
+                stdout=writer,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=30,
+                env=_env(),
+                cwd=str(ROOT),
+            )
+        finally:
+            os.close(writer)
+        assert result.returncode == code, (args, result.stderr)
+        assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr, result.stderr
+        assert result.stderr in ("", "fastnet: (23) write error: Broken pipe\n"), result.stderr
+
+
+def test_ctrl_c_exits_130_without_a_traceback(server: MockServer) -> None:
+    server.default_response = MockResponse(policy=SocketPolicy.NO_RESPONSE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fastnet", "get", server.url("/wait")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+        cwd=str(ROOT),
+    )
+    try:
+        assert server.take_request(timeout=20).path == "/wait"  # it is waiting for the response now
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130 and out == b"" and b"Traceback" not in err, err
 
 
 def test_write_out_timing_variables(server: MockServer) -> None:
@@ -463,6 +528,38 @@ def test_empty_reply_exits_52(server: MockServer) -> None:
     assert result.returncode == 52, result.stderr
 
 
+def _cut_body_server(reset: bool) -> int:
+    """A one-shot server that sends a head and part of the body it announced, then resets the connection
+    (``reset``) or closes it; returns its port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(20)
+
+    def serve() -> None:
+        with listener:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(20)
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"x" * 5000)
+                time.sleep(0.2)  # the client has the head and reads the body
+                if reset:
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    threading.Thread(target=serve, daemon=True).start()
+    return int(listener.getsockname()[1])
+
+
+def test_a_body_cut_short_exits_56_on_a_reset_and_18_on_a_close() -> None:
+    result = _run("get", f"http://127.0.0.1:{_cut_body_server(reset=True)}/")
+    assert result.returncode == 56 and "reset" in result.stderr, result.stderr  # 52 is for nothing at all
+    assert len(result.stdout) == 5000
+    result = _run("get", f"http://127.0.0.1:{_cut_body_server(reset=False)}/")
+    assert result.returncode == 18 and "95000 body bytes missing" in result.stderr, result.stderr
+
+
 def test_silent_hides_errors_show_error_keeps_them() -> None:
     url = f"http://127.0.0.1:{_free_port()}/"
     quiet = _run("get", "-s", url)
@@ -483,12 +580,28 @@ def test_silent_hides_errors_show_error_keeps_them() -> None:
         (("--key", "k.pem"), 2, "--cert"),
         (("-b", "novalue"), 2, "name=value"),
         (("-d", "@/no/such/file"), 26, "cannot read"),
+        (("-w", "@/no/such/file"), 26, "cannot read /no/such/file"),
+        (("-w", "@/"), 26, "cannot read /: Is a directory"),
+        (("--connect-timeout", "soon"), 2, "not a number of seconds"),
+        (("-X", "BAD METHOD"), 2, "Invalid HTTP method"),
+        (("-H", "Bad Name: v"), 2, "header name"),
+        (("-A", "a\rb"), 2, "User-Agent value"),
+        (("-b", "a=b\x01"), 2, "cookie 'a'"),
+        (("http://127.0.0.1:99999/",), 3, "port"),
+        (("http://127.0.0.1:http/",), 3, "port"),
+        (("-x", "http://u:pw@127.0.0.1:99999"), 5, "proxy port 99999"),
+        (("-x", "::::"), 5, "proxy port"),
+        (("-x", "ftp://127.0.0.1:21"), 7, "unsupported proxy scheme"),
+        (("--cacert", "/no/such/file", "https://127.0.0.1:9/"), 77, "no CA file"),
+        (("--cert", "/no/such/file", "https://127.0.0.1:9/"), 58, "no file"),
     ],
 )
 def test_usage_and_bad_values(args: tuple[str, ...], code: int, says: str) -> None:
     result = _run("get", *args)
     assert result.returncode == code, result.stderr
-    assert says in result.stderr
+    assert says in result.stderr and "Traceback" not in result.stderr and ":pw@" not in result.stderr
+    if code != 2:  # a usage error shows the usage too
+        assert len(result.stderr.splitlines()) == 1, result.stderr
 
 
 def test_exit_codes_of_errors() -> None:
@@ -501,6 +614,12 @@ def test_exit_codes_of_errors() -> None:
     assert exit_code(fastnet.ReadTimeout("x")) == 28
     assert exit_code(fastnet.ConnectError("x")) == 7
     assert exit_code(fastnet.BodyTooLargeError("x")) == 63
+    assert exit_code(fastnet.ConnectionClosedError("x")) == 52  # nothing received
+    assert exit_code(fastnet.ConnectionClosedError("x"), received=True) == 56  # in the body
+    assert (
+        exit_code(fastnet.ProtocolError("unexpected end of stream: 5 body bytes missing"), received=True)
+        == 18
+    )
 
 
 # -- the command --------------------------------------------------------------------------------------------

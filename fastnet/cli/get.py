@@ -14,19 +14,23 @@ Redirects are followed by default, unlike curl (where ``-L`` turns that on): ``f
 same call ``client.get`` makes with default options, so what it shows is what your code would get.
 ``-L`` is accepted for curl habits; ``--no-location`` shows the 3xx itself.
 
-Exit codes are curl's where curl has one: 0 done; 2 a usage error; 3 a malformed URL; 1 an unsupported
-scheme; 6 the host name did not resolve; 7 no connection could be made; 22 an HTTP error status with
-``-f``; 23 the output could not be written (or a body with control sequences was refused on a
-terminal); 26 a ``@file`` could not be read; 28 a timeout; 35 a
-TLS failure; 47 too many redirects; 52 the server closed without answering; 56 the connection failed
-while reading; 60 the server's certificate was not trusted; 63 the body was over ``max_body_size``;
-97 a proxy failed; 8 the server broke HTTP/1.1. Errors print one line on stderr (not with ``-s``,
-unless ``-S``).
+Exit codes are curl's (the README has the table): 0 done; 1 an unsupported scheme; 2 a usage error (a
+bad option value, or a method, header or cookie that cannot be sent); 3 a malformed URL; 5 a proxy URL
+that does not parse; 6 the host name did not resolve; 7 no connection could be made (or a proxy scheme
+fastnet lacks); 8 the server broke HTTP/1.1; 18 the body ended short of its length; 22 an HTTP error
+status with ``-f``; 23 the output could not be written (or a body with control sequences was refused on
+a terminal); 26 a ``@file`` could not be read; 28 a timeout; 35 a TLS failure; 47 too many redirects; 52
+the server closed without answering; 56 the connection failed while reading; 58 the client certificate
+could not be loaded; 60 the server's certificate was not trusted; 63 the body was over
+``max_body_size``; 77 the CA bundle could not be loaded; 97 a proxy failed. Every option is checked
+before anything is sent. Errors print one line on stderr (not with ``-s``, unless ``-S``), never a
+traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import getpass
 import json
 import logging
@@ -54,10 +58,14 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
 )
 
 
-def exit_code(error: BaseException) -> int:
-    """curl's exit code for ``error``."""
+def exit_code(error: BaseException, *, received: bool = False) -> int:
+    """curl's exit code for ``error``; ``received``: it came after the response head (in the body)."""
     if isinstance(error, fastnet.ProtocolError) and "Too many follow-up requests" in str(error):
         return 47
+    if received and isinstance(error, fastnet.ConnectionClosedError):
+        return 56  # 52 is for a connection closed with nothing received
+    if received and isinstance(error, fastnet.ProtocolError) and "unexpected end of stream" in str(error):
+        return 18  # the body ended before its length: a partial file
     for kind, code in EXIT_CODES:
         if isinstance(error, kind):
             return code
@@ -120,10 +128,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
             "MockServer on loopback answers. Redirects are followed unless --no-location."
         ),
         epilog=(
-            "exit codes (curl's): 0 ok, 1 unsupported scheme, 2 usage, 3 malformed URL, 6 DNS, 7 connect, "
-            "8 bad HTTP, 22 HTTP error with -f, 23 write error, 26 read error, 28 timeout, 35 TLS, "
-            "47 too many redirects, 52 empty reply, 56 receive error, 60 certificate, 63 body too large, "
-            "97 proxy"
+            "exit codes (curl's): 0 ok, 1 unsupported scheme, 2 usage, 3 malformed URL, 5 bad proxy, "
+            "6 DNS, 7 connect, 8 bad HTTP, 18 partial body, 22 HTTP error with -f, 23 write error, "
+            "26 read error, 28 timeout, 35 TLS, 47 too many redirects, 52 empty reply, 56 receive error, "
+            "58 client certificate, 60 certificate, 63 body too large, 77 CA bundle, 97 proxy"
         ),
     )
     p.add_argument(
@@ -316,7 +324,25 @@ def _build(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], dict[str
         "auth": auth,
         "cookies": _cookies(args.cookie) if args.cookie else None,
     }
+    _check(args, request)
     return client, request
+
+
+def _check(args: argparse.Namespace, request: dict[str, Any]) -> None:
+    """Find what cannot be sent before anything is: each with curl's exit code, or a usage error."""
+    try:
+        fastnet.URL(request["url"])
+    except ValueError as exc:
+        raise _Failure(1 if "scheme" in str(exc).lower() else 3, _one_line(exc)) from None
+    if args.proxy is not None:
+        try:
+            fastnet.Proxy.from_url(args.proxy)
+        except ValueError as exc:  # curl: 7 for a proxy scheme it lacks, 5 for a proxy it cannot parse
+            raise _Failure(7 if "scheme" in str(exc).lower() else 5, _one_line(exc)) from None
+    try:
+        fastnet.Request(**request)  # a method, a header or a cookie that cannot go on the wire
+    except (ValueError, TypeError) as exc:
+        raise _Usage(str(exc)) from None
 
 
 # -- --write-out ----------------------------------------------------------------------------------------
@@ -484,24 +510,31 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     code = 0
     downloaded = 0
     out = sys.stdout.buffer
+    fmt = args.write_out
     try:
         try:
             client_options, request = _build(args, url)
         except _Usage as exc:
-            parser.error(str(exc))
+            parser.error(printable(str(exc)))
+        if fmt is not None and fmt.startswith("@"):  # read before the transfer, as curl does
+            fmt = _read_arg(fmt).decode("utf-8", "replace")
         sent: list[Any] = []
 
         def capture(chain: Any) -> Any:  # a network interceptor: the request as it goes on the wire
             sent.append(chain.request)
             return chain.proceed(chain.request)
 
-        target: IO[bytes] | None = None
         try:
-            with fastnet.Client(
+            client = fastnet.Client(
                 event_listener=_event_log() if args.verbose else None,
                 network_interceptors=[capture] if args.verbose else [],
                 **client_options,
-            ) as client:
+            )
+        except ValueError as exc:  # a CA bundle or a client certificate that cannot be loaded
+            raise _Failure(77 if str(exc).startswith("verify") else 58, _one_line(exc)) from None
+        target: IO[bytes] | None = None
+        try:
+            with client:
                 method = request.pop("method")
                 with client.stream(method, request.pop("url"), **request) as response:
                     if args.verbose:
@@ -519,8 +552,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                     terminal = target is None and out.isatty()
                     if args.include or args.head:
                         for prior in response.history:
-                            sink.write(_head_bytes(prior, terminal))
-                        sink.write(_head_bytes(response, terminal))
+                            _write(sink, _head_bytes(prior, terminal))
+                        _write(sink, _head_bytes(response, terminal))
                     if not args.head:
                         # to a terminal, a body with control sequences is refused, unless -o - asks for it
                         guard = TerminalGuard() if terminal and args.output is None else None
@@ -533,18 +566,16 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                             for chunk in response.iter_bytes():
                                 if guard is not None and not guard.safe(chunk):
                                     raise _Failure(23, BINARY_OUTPUT)
-                                try:
-                                    sink.write(chunk)
-                                except OSError as exc:
-                                    raise _Failure(23, f"write error: {exc.strerror or exc}") from None
+                                _write(sink, chunk)
                                 downloaded += len(chunk)
                                 progress.advance(len(chunk))
                         finally:
                             progress.close()
-                    sink.flush()
+                    _write(sink, b"")  # flushes: a full disk shows here at the latest
         finally:
             if target is not None:
-                target.close()
+                with contextlib.suppress(OSError):  # flushed above, or already failing
+                    target.close()
     except _Failure as exc:
         error = exc
         code = exc.code
@@ -552,7 +583,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             print(f"fastnet: ({code}) {printable(str(exc))}", file=sys.stderr)
     except (fastnet.NetworkError, ValueError, TypeError) as exc:
         error = exc
-        code = exit_code(exc)
+        code = exit_code(exc, received=response is not None)
         if not quiet_errors:
             print(f"fastnet: ({code}) {printable(_one_line(exc))}", file=sys.stderr)
     finally:
@@ -560,13 +591,27 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             server.shutdown()
     if args.verbose and response is not None and response.timings is not None:
         print(printable(f"* {response.timings!r}"), file=sys.stderr)
-    if args.write_out is not None:
-        fmt = args.write_out
-        if fmt.startswith("@"):
-            fmt = _read_arg(fmt).decode("utf-8", "replace")
-        sys.stdout.write(write_out(fmt, response, error, code, downloaded))
-        sys.stdout.flush()
+    if fmt is not None:
+        try:
+            sys.stdout.write(write_out(fmt, response, error, code, downloaded))
+            sys.stdout.flush()
+        except OSError as exc:
+            if code == 0:
+                code = 23
+                if not quiet_errors:
+                    print(f"fastnet: (23) write error: {exc.strerror or exc}", file=sys.stderr)
     return code
+
+
+def _write(sink: IO[bytes], data: bytes) -> None:
+    """Write ``data`` (nothing: flush) to the output; a failure is curl's write error, 23."""
+    try:
+        if data:
+            sink.write(data)
+        else:
+            sink.flush()
+    except OSError as exc:
+        raise _Failure(23, f"write error: {exc.strerror or exc}") from None
 
 
 def _show_exchange(sent: list[Any], response: fastnet.Response) -> None:
