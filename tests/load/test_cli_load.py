@@ -219,17 +219,17 @@ def test_load_cli_ends_and_counts_the_errors_when_no_socket_can_be_opened(
 def test_load_cli_report_shows_control_characters_and_the_html_escapes_markup(
     server: MockServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # a proxy that refuses CONNECT with a reason phrase that would retitle the terminal, clear it, and
-    # inject markup into the HTML report: the error's example quotes it
+    # a proxy that refuses CONNECT with a reason phrase that would retitle the terminal (OSC ... ST), clear
+    # it (CSI 2 J) and inject markup into the HTML report: the error's example quotes it
     server.default_response = MockResponse(
-        raw=b"HTTP/1.1 403 No\x1b]0;pwned\x07\x9b2J<script>x()</script>\r\nContent-Length: 0\r\n\r\n"
+        raw=b"HTTP/1.1 403 No\x9d0;pwned\x9c\x9b2J<script>x()</script>\r\nContent-Length: 0\r\n\r\n"
     )
     page = tmp_path / "report.html"
     argv = ["https://127.0.0.1:9/", "--proxy", server.url("/"), "-n", "2", "-c", "1", "--quiet"]
     assert _load(*argv, "--html", str(page)) == 0
     out = capsys.readouterr().out
-    assert "No\\x1b]0;pwned\\x07\\x9b2J<script>" in out
-    assert not any(ch in out for ch in "\x1b\x07\x9b")
+    assert "No\\x9d0;pwned\\x9c\\x9b2J<script>" in out
+    assert not any(ch in out for ch in "\x9b\x9c\x9d")
     html = page.read_text(encoding="utf-8")
     assert "<script>" not in html and "&lt;script&gt;x()&lt;/script&gt;" in html
 
