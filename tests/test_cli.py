@@ -556,6 +556,14 @@ def test_empty_reply_exits_52(server: MockServer) -> None:
     assert result.returncode == 52, result.stderr
 
 
+def test_a_body_that_does_not_decode_exits_61(server: MockServer) -> None:
+    for coding in ("gzip", "deflate"):
+        head = f"HTTP/1.1 200 OK\r\nContent-Encoding: {coding}\r\nContent-Length: 10\r\n\r\n"
+        server.enqueue(MockResponse(raw=head.encode() + b"0123456789"))
+        result = _run("get", server.url("/"))
+        assert result.returncode == 61 and f"invalid {coding} body" in result.stderr, result.stderr
+
+
 def _cut_body_server(reset: bool) -> int:
     """A one-shot server that sends a head and part of the body it announced, then resets the connection
     (``reset``) or closes it; returns its port."""
@@ -633,6 +641,7 @@ def test_usage_and_bad_values(args: tuple[str, ...], code: int, says: str) -> No
 
 
 def test_exit_codes_of_errors() -> None:
+    from fastnet._internal.http1.decoders import DecodeError
     from fastnet.cli.get import exit_code
 
     assert exit_code(fastnet.TlsVerificationError("x")) == 60
@@ -642,6 +651,10 @@ def test_exit_codes_of_errors() -> None:
     assert exit_code(fastnet.ReadTimeout("x")) == 28
     assert exit_code(fastnet.ConnectError("x")) == 7
     assert exit_code(fastnet.BodyTooLargeError("x")) == 63
+    try:
+        raise fastnet.ProtocolError("invalid br body: corrupt") from DecodeError("corrupt")
+    except fastnet.ProtocolError as exc:
+        assert exit_code(exc, received=True) == 61
     assert exit_code(fastnet.ConnectionClosedError("x")) == 52  # nothing received
     assert exit_code(fastnet.ConnectionClosedError("x"), received=True) == 56  # in the body
     assert (

@@ -21,10 +21,10 @@ fastnet lacks); 8 the server broke HTTP/1.1; 18 the body ended short of its leng
 status with ``-f``; 23 the output could not be written (or a body with control sequences was refused on
 a terminal); 26 a ``@file`` could not be read; 28 a timeout; 35 a TLS failure; 47 too many redirects; 52
 the server closed without answering; 56 the connection failed while reading; 58 the client certificate
-could not be loaded; 60 the server's certificate was not trusted; 63 the body was over
-``max_body_size``; 77 the CA bundle could not be loaded; 97 a proxy failed. Every option is checked
-before anything is sent. Errors print one line on stderr (not with ``-s``, unless ``-S``), never a
-traceback.
+could not be loaded; 60 the server's certificate was not trusted; 61 the body did not decode; 63 the
+body was over ``max_body_size``; 77 the CA bundle could not be loaded; 97 a proxy failed. Every option
+is checked before anything is sent. Errors print one line on stderr (not with ``-s``, unless ``-S``),
+never a traceback.
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ import getpass
 import json
 import logging
 import sys
+import zlib
 from typing import IO, Any
 
 import fastnet
+from fastnet._internal.http1.decoders import DecodeError
 from fastnet.cli._text import BINARY_OUTPUT, TerminalGuard, printable
 from fastnet.testing import MockResponse, MockServer
 
@@ -66,6 +68,8 @@ def exit_code(error: BaseException, *, received: bool = False) -> int:
         return 56  # 52 is for a connection closed with nothing received
     if received and isinstance(error, fastnet.ProtocolError) and "unexpected end of stream" in str(error):
         return 18  # the body ended before its length: a partial file
+    if isinstance(error, fastnet.ProtocolError) and isinstance(error.__cause__, (zlib.error, DecodeError)):
+        return 61  # a Content-Encoding that does not decode
     for kind, code in EXIT_CODES:
         if isinstance(error, kind):
             return code
@@ -131,7 +135,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
             "exit codes (curl's): 0 ok, 1 unsupported scheme, 2 usage, 3 malformed URL, 5 bad proxy, "
             "6 DNS, 7 connect, 8 bad HTTP, 18 partial body, 22 HTTP error with -f, 23 write error, "
             "26 read error, 28 timeout, 35 TLS, 47 too many redirects, 52 empty reply, 56 receive error, "
-            "58 client certificate, 60 certificate, 63 body too large, 77 CA bundle, 97 proxy"
+            "58 client certificate, 60 certificate, 61 bad content encoding, 63 body too large, "
+            "77 CA bundle, 97 proxy"
         ),
     )
     p.add_argument(
