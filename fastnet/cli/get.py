@@ -535,8 +535,12 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 network_interceptors=[capture] if args.verbose else [],
                 **client_options,
             )
-        except ValueError as exc:  # a CA bundle or a client certificate that cannot be loaded
-            raise _Failure(77 if str(exc).startswith("verify") else 58, _one_line(exc)) from None
+        except ValueError as exc:  # a CA bundle (77) or a client certificate (58) that cannot be loaded
+            text = str(exc)
+            raise _Failure(
+                77 if text.startswith("verify") else 58 if text.startswith(("cert", "key")) else 2,
+                _one_line(exc),
+            ) from None
         target: IO[bytes] | None = None
         try:
             with client:
