@@ -336,6 +336,42 @@ def test_user_is_basic_auth(server: MockServer) -> None:
     assert server.take_request().header("authorization") == expected
 
 
+def test_user_without_password_asks_and_takes_ctrl_d_as_none(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"asked"))
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(  # stdin is a terminal: the password is asked for
+        [sys.executable, "-m", "fastnet", "get", "-u", "bob", server.url("/")],
+        stdin=secondary,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+        cwd=str(ROOT),
+        start_new_session=True,
+    )
+    os.close(secondary)
+    assert process.stderr is not None
+    prompt = b""
+    try:
+        deadline = time.monotonic() + 20
+        while b"password for bob: " not in prompt and time.monotonic() < deadline:
+            if select.select([process.stderr], [], [], 1)[0]:
+                piece = os.read(process.stderr.fileno(), 4096)
+                if not piece:
+                    break
+                prompt += piece
+        os.write(primary, b"\x04")  # Ctrl-D at the prompt
+        out, err = process.communicate(timeout=30)
+        err = prompt + err
+    finally:
+        os.close(primary)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert (process.returncode, out) == (0, b"asked"), err
+    assert b"Traceback" not in err and b"password for bob: " in err
+    assert server.take_request().header("authorization") == "Basic " + base64.b64encode(b"bob:").decode()
+
+
 def test_cookie(server: MockServer) -> None:
     server.enqueue(MockResponse(200))
     assert _run("get", "-b", "a=1; b=2", server.url("/")).returncode == 0

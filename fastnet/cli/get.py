@@ -301,7 +301,12 @@ def _build(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], dict[str
     if args.user is not None:
         user, sep, password = args.user.partition(":")
         if not sep:
-            password = getpass.getpass(f"password for {printable(user)}: ") if sys.stdin.isatty() else ""
+            password = ""
+            if sys.stdin.isatty():
+                try:
+                    password = getpass.getpass(f"password for {printable(user)}: ")
+                except EOFError:  # Ctrl-D at the prompt: no password, as curl
+                    pass
         auth = (user, password)
     cert: Any = None
     if args.cert is not None:
