@@ -238,6 +238,21 @@ def _errno_name(int code):
     return errno_module.errorcode.get(code, f"errno {code}")
 
 
+_RESOURCE_ERRNOS = (errno_module.EMFILE, errno_module.ENFILE, errno_module.ENOBUFS, errno_module.ENOMEM)
+
+
+def _resource_errno(error):
+    """The errno of running out of descriptors or memory among ``error`` and its causes, else 0."""
+    for _ in range(8):
+        if error is None:
+            break
+        code = getattr(error, "errno", None)
+        if code in _RESOURCE_ERRNOS:
+            return int(code)
+        error = error.__cause__ or error.__context__
+    return 0
+
+
 cdef class Recorder:
     """Records values into an ``hdrh`` histogram (clamped to its highest trackable value), counting in
     C into the histogram's own counts array; ``sync()`` makes the histogram object current."""
@@ -379,6 +394,7 @@ cdef class Engine:
     cdef int64_t _slot
     cdef int64_t _next_check
     cdef int64_t _open_after
+    cdef bint _probing
     cdef bint _stop_requested
     cdef bint _finished
     cdef bint _shut
@@ -522,6 +538,7 @@ cdef class Engine:
         self._slot = 0
         self._next_check = 0
         self._open_after = 0
+        self._probing = False
         self._stop_requested = False
         self._finished = False
         self._shut = False
@@ -736,7 +753,8 @@ cdef class Engine:
                 self._send(i, now)
             else:
                 self._open(i, now)
-                if c.state == S_CLOSED:  # failed at once: look at the clock again, and back off
+                if c.state == S_CLOSED or (self._probing and c.state == S_SETUP):
+                    # failed at once, or out of descriptors in prepare(): look at the clock, back off
                     self._open_after = _now() + _OPEN_BACKOFF_NS
                     return _OPEN_BACKOFF_NS
 
@@ -832,8 +850,14 @@ cdef class Engine:
                     self._tls.put(tls)
             if sock is None:
                 text = str(error) if error is not None else "connection setup failed"
-                self._fail(i, type(error).__name__ if error is not None else "ConnectError", text, now)
+                key = type(error).__name__ if error is not None else "ConnectError"
+                code = _resource_errno(error)
+                if code:
+                    key = f"{key} ({_errno_name(code)})"
+                    self._probing = True
+                self._fail(i, key, text, now)
                 continue
+            self._probing = False
             self.connections_opened += 1
             sock.setblocking(False)
             self._socks[i] = sock

@@ -22,7 +22,10 @@ which connects first: the request that needed the connection fails if connecting
 ``total`` requests against a dead server still ends. When opening fails at once (``socket()`` out of file
 descriptors, ``connect()`` out of ports or routes), the turn ends there and no connection is opened for
 :data:`OPEN_BACKOFF_NS`: the loop looks at its clock and its deadlines again, and a generator that cannot
-open any socket waits instead of spinning (its connections still in use carry on meanwhile).
+open any socket waits instead of spinning (its connections still in use carry on meanwhile). A connection
+``prepare`` fails to make for want of descriptors or memory (``EMFILE``, ``ENFILE``, ``ENOBUFS``,
+``ENOMEM`` among its error's causes) fails later, in a helper thread: then one connection is opened per
+:data:`OPEN_BACKOFF_NS` until one is made again.
 
 Every request is prebuilt bytes (``group.requests``, round-robin within the connection's group). A
 response is parsed by fastnet's ``ResponseParser``. While a head is awaited a read takes at most
@@ -116,6 +119,21 @@ class Recorder:
 
 def _errno_name(code: int) -> str:
     return errno_module.errorcode.get(code, f"errno {code}")
+
+
+_RESOURCE_ERRNOS = (errno_module.EMFILE, errno_module.ENFILE, errno_module.ENOBUFS, errno_module.ENOMEM)
+
+
+def _resource_errno(error: BaseException | None) -> int:
+    """The errno of running out of descriptors or memory among ``error`` and its causes, else 0."""
+    for _ in range(8):
+        if error is None:
+            break
+        code = getattr(error, "errno", None)
+        if code in _RESOURCE_ERRNOS:
+            return int(code)
+        error = error.__cause__ or error.__context__
+    return 0
 
 
 class _Conn:
@@ -245,6 +263,7 @@ class Engine:
         self._slot = 0
         self._next_check = 0
         self._open_after = 0
+        self._probing = False
         self._stop_requested = False
         self._finished = False
         self._shut = False
@@ -415,7 +434,8 @@ class Engine:
                 self._send(conn, now)
             else:
                 self._open(conn, now)
-                if conn.state == CLOSED:  # failed at once: look at the clock again, and back off
+                if conn.state == CLOSED or (self._probing and conn.state == SETUP):
+                    # failed at once, or out of descriptors in prepare(): look at the clock, back off
                     self._open_after = _monotonic_ns() + OPEN_BACKOFF_NS
                     return OPEN_BACKOFF_NS
 
@@ -494,8 +514,14 @@ class Engine:
                     self._tls.record(tls)
             if sock is None:
                 text = str(error) if error is not None else "connection setup failed"
-                self._fail(conn, type(error).__name__ if error is not None else "ConnectError", text, now)
+                key = type(error).__name__ if error is not None else "ConnectError"
+                code = _resource_errno(error)
+                if code:
+                    key = f"{key} ({_errno_name(code)})"
+                    self._probing = True
+                self._fail(conn, key, text, now)
                 continue
+            self._probing = False
             self.connections_opened += 1
             sock.setblocking(False)
             conn.sock = sock
