@@ -9,8 +9,10 @@ import os
 import pty
 import re
 import select
+import signal
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import threading
@@ -47,6 +49,51 @@ def _run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[st
         cwd=str(ROOT),
         input=stdin,
     )
+
+
+def _run_bytes(*args: str) -> subprocess.CompletedProcess[bytes]:
+    """``_run`` with stdout and stderr as the bytes written."""
+    return subprocess.run(
+        [sys.executable, "-m", "fastnet", *args], capture_output=True, timeout=30, env=_env(), cwd=str(ROOT)
+    )
+
+
+def _run_on_terminal(*args: str, stderr_too: bool = False) -> tuple[int, bytes, bytes]:
+    """Run ``fastnet`` with stdout (and with ``stderr_too`` stderr) on a pseudo-terminal: the exit
+    status, what the terminal received (newlines as CR LF), and stderr when it went to a pipe."""
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fastnet", *args],
+        stdout=secondary,
+        stderr=secondary if stderr_too else subprocess.PIPE,
+        env=dict(_env(), COLUMNS="100", TERM="xterm"),
+        cwd=str(ROOT),
+    )
+    os.close(secondary)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([primary], [], [], 20)
+            if not ready:
+                break
+            try:
+                piece = os.read(primary, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not piece:
+                break
+            seen += piece
+        code = process.wait(20)
+        err = process.stderr.read() if process.stderr is not None else b""
+    finally:
+        os.close(primary)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
+    return code, seen, err
 
 
 def _free_port() -> int:
@@ -111,6 +158,137 @@ def test_verbose_shows_request_events_and_timings_on_stderr(server: MockServer) 
     assert "<Timings total=" in result.stderr
 
 
+# -- what a server says, on a terminal ----------------------------------------------------------------
+
+#: Heads whose reason phrase sets the terminal's title, and whose headers clear the screen or back up over
+#: what was printed: with C1 controls, which HTTP allows as obs-text (header bytes are decoded as
+#: latin-1, so 0x9d is OSC, 0x9c ST, 0x9b CSI, 0x85 NEL), and with C0 ones (ESC, BEL, BS), which a
+#: parser may refuse; then: (the raw head, its reason as shown, a header as shown, Content-Type as shown).
+HOSTILE = {
+    "c1": (
+        b"HTTP/1.1 404 No\x9d0;pwned\x9cpe\r\nX-Evil: a\x9b2Jb\x85c\r\nContent-Type: text/\x9b2J\r\n",
+        b"No\\x9d0;pwned\\x9cpe",
+        b"X-Evil: a\\x9b2Jb\\x85c",
+        b"text/\\x9b2J",
+    ),
+    "c0": (
+        b"HTTP/1.1 404 No\x1b]0;pwned\x07pe\r\nX-Evil: a\x1b[2Jb\x08\x08c\r\nContent-Type: text/\x1b[2J\r\n",
+        b"No\\x1b]0;pwned\\x07pe",
+        b"X-Evil: a\\x1b[2Jb\\x08\\x08c",
+        b"text/\\x1b[2J",
+    ),
+}
+
+
+def _hostile(kind: str, body: bytes = b"hi") -> MockResponse:
+    return MockResponse(raw=HOSTILE[kind][0] + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def _refused(kind: str, code: int) -> bool:
+    """Whether the parser refused the C0 controls of a head (exit 8): then none reached any output."""
+    return kind == "c0" and code == 8
+
+
+def _obeyed(data: bytes) -> bool:
+    """Whether ``data`` holds a control character a terminal would act on (UTF-8 C1 included)."""
+    text = data.decode("utf-8", "surrogateescape")
+    return re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\udc80-\udc9f]", text) is not None
+
+
+def test_printable_shows_control_characters_but_tab() -> None:
+    from fastnet.cli._text import printable
+
+    assert printable("plain text, tab\tand latin-1 é") == "plain text, tab\tand latin-1 é"
+    assert printable("a\x1b]0;t\x07b\x08\r\n\x00\x7f\x9b\x85") == (
+        "a\\x1b]0;t\\x07b\\x08\\x0d\\x0a\\x00\\x7f\\x9b\\x85"
+    )
+    assert printable("line 1\nline\x1b 2\n", lines=True) == "line 1\nline\\x1b 2\n"
+
+
+def test_terminal_guard_refuses_control_sequences_in_any_chunk() -> None:
+    from fastnet.cli._text import TerminalGuard
+
+    text = "héllo ✓\r\n\tok\n".encode()
+    guard = TerminalGuard()
+    assert all(guard.safe(text[i : i + 1]) for i in range(len(text)))  # UTF-8 split anywhere
+    for bad in (b"\x00", b"\x1b[2J", b"\x07", b"\x08", b"\x0c", b"\x9b", "\x9b".encode()):
+        guard = TerminalGuard()
+        assert guard.safe(b"fine ") and not guard.safe(b"x" + bad), bad
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_verbose_log_shows_control_characters_from_the_server(server: MockServer, kind: str) -> None:
+    _, reason, header, _ = HOSTILE[kind]
+    server.enqueue(_hostile(kind))
+    result = _run_bytes("get", "-v", server.url("/"))  # stderr is a pipe: escaped all the same
+    assert not _obeyed(result.stderr.replace(b"\n", b"")) and not _obeyed(result.stdout)
+    if _refused(kind, result.returncode):
+        return
+    assert result.returncode == 0 and result.stdout == b"hi"
+    assert b"< HTTP/1.1 404 " + reason in result.stderr and b"< " + header in result.stderr
+    assert b"response headers end 404 " + reason in result.stderr  # the event log too
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_include_escapes_the_head_on_a_terminal_and_keeps_it_in_a_pipe(server: MockServer, kind: str) -> None:
+    head, reason, header, _ = HOSTILE[kind]
+    for flag in ("-i", "-I"):
+        server.enqueue(_hostile(kind))
+        code, seen, err = _run_on_terminal("get", flag, server.url("/"))
+        lines = seen.replace(b"\r", b"").split(b"\n")  # the terminal adds a CR to each LF
+        assert not _obeyed(b"".join(lines)) and not _obeyed(err.replace(b"\n", b"")), seen
+        if _refused(kind, code):
+            return
+        assert code == 0, err
+        assert lines[0] == b"HTTP/1.1 404 " + reason and header in lines
+    server.enqueue(_hostile(kind))
+    result = _run_bytes("get", "-i", server.url("/"))  # a file or a pipe gets the bytes received, as curl
+    assert result.returncode == 0 and result.stdout.startswith(head)
+
+
+def test_a_body_with_control_sequences_is_refused_on_a_terminal(server: MockServer) -> None:
+    for body in (b"ok \x1b]0;pwned\x07", b"\x00\x01binary", "csi \x9b2J".encode(), b"lone \x9b2J"):
+        server.enqueue(MockResponse(200, body=body))
+        code, seen, err = _run_on_terminal("get", server.url("/"))
+        assert code == 23 and seen == b"", (body, seen)
+        assert err.decode().startswith("fastnet: (23) binary output can mess up your terminal: ")
+        assert '"-o -"' in err.decode() and len(err.splitlines()) == 1
+    text = "héllo ✓\ttab\n".encode()
+    server.enqueue(MockResponse(200, body=text))
+    assert _run_on_terminal("get", server.url("/")) == (0, text.replace(b"\n", b"\r\n"), b"")
+    server.enqueue(MockResponse(200, body=b"forced \x1b[1mbold\x1b[0m"))
+    code, seen, err = _run_on_terminal("get", "-o", "-", server.url("/"))  # -o - prints it anyway
+    assert (code, seen, err) == (0, b"forced \x1b[1mbold\x1b[0m", b"")
+    server.enqueue(MockResponse(200, body=b"\x00\x1b piped"))
+    result = _run_bytes("get", server.url("/"))  # not a terminal: written as received
+    assert (result.returncode, result.stdout) == (0, b"\x00\x1b piped")
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_write_out_and_errors_show_control_characters(server: MockServer, kind: str) -> None:
+    head, reason, _, content_type = HOSTILE[kind]
+    server.enqueue(_hostile(kind))
+    result = _run_bytes("get", "-f", "-w", "%{content_type}|%{errormsg}\\n", server.url("/"))
+    assert not _obeyed(result.stderr.replace(b"\n", b"")) and not _obeyed(result.stdout.rstrip(b"\n"))
+    if not _refused(kind, result.returncode):
+        assert result.returncode == 22
+        assert result.stderr == b"fastnet: (22) The requested URL returned error: 404 " + reason + b"\n"
+        assert result.stdout.startswith(content_type + b"|")
+    server.enqueue(MockResponse(raw=head.split(b"\r\n")[0] + b"\r\nContent-Length: 0\r\n\r\n"))
+    result = _run_bytes("get", "-x", server.url("/"), "https://127.0.0.1:9/")  # CONNECT refused
+    assert not _obeyed(result.stderr.replace(b"\n", b""))
+    if not _refused(kind, result.returncode):
+        assert result.returncode == 97 and b"404 " + reason in result.stderr
+
+
+def test_progress_bar_shows_the_file_name_as_text(server: MockServer, tmp_path: Path) -> None:
+    server.enqueue(MockResponse(200, body=b"x" * 1000))
+    target = tmp_path / "a[red]b\x1b[2J.bin"  # rich markup and an escape sequence in a file name
+    code, seen, _ = _run_on_terminal("get", "-o", str(target), server.url("/"), stderr_too=True)
+    assert code == 0 and target.read_bytes() == b"x" * 1000
+    assert b"a[red]b\\x1b[2J.bin" in seen and b"\x1b[2J" not in seen
+
+
 # -- request options ---------------------------------------------------------------------------------
 
 
@@ -156,6 +334,42 @@ def test_user_is_basic_auth(server: MockServer) -> None:
     assert _run("get", "-u", f"alice:{SECRET}", server.url("/")).returncode == 0
     expected = "Basic " + base64.b64encode(f"alice:{SECRET}".encode()).decode()
     assert server.take_request().header("authorization") == expected
+
+
+def test_user_without_password_asks_and_takes_ctrl_d_as_none(server: MockServer) -> None:
+    server.enqueue(MockResponse(200, body=b"asked"))
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(  # stdin is a terminal: the password is asked for
+        [sys.executable, "-m", "fastnet", "get", "-u", "bob", server.url("/")],
+        stdin=secondary,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+        cwd=str(ROOT),
+        start_new_session=True,
+    )
+    os.close(secondary)
+    assert process.stderr is not None
+    prompt = b""
+    try:
+        deadline = time.monotonic() + 20
+        while b"password for bob: " not in prompt and time.monotonic() < deadline:
+            if select.select([process.stderr], [], [], 1)[0]:
+                piece = os.read(process.stderr.fileno(), 4096)
+                if not piece:
+                    break
+                prompt += piece
+        os.write(primary, b"\x04")  # Ctrl-D at the prompt
+        out, err = process.communicate(timeout=30)
+        err = prompt + err
+    finally:
+        os.close(primary)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert (process.returncode, out) == (0, b"asked"), err
+    assert b"Traceback" not in err and b"password for bob: " in err
+    assert server.take_request().header("authorization") == "Basic " + base64.b64encode(b"bob:").decode()
 
 
 def test_cookie(server: MockServer) -> None:
@@ -238,29 +452,8 @@ def test_output_with_a_terminal_shows_a_progress_bar(server: MockServer, tmp_pat
     body = os.urandom(500_000)
     server.enqueue(MockResponse(200, body=body))
     target = tmp_path / "out.bin"
-    primary, secondary = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "fastnet", "get", "-o", str(target), server.url("/file")],
-        stdout=secondary,
-        stderr=secondary,
-        env=dict(_env(), COLUMNS="100", TERM="xterm"),
-        cwd=str(ROOT),
-    )
-    os.close(secondary)
-    seen = b""
-    while True:
-        ready, _, _ = select.select([primary], [], [], 20)
-        if not ready:
-            break
-        try:
-            piece = os.read(primary, 65536)
-        except OSError:
-            break
-        if not piece:
-            break
-        seen += piece
-    assert process.wait(20) == 0
-    os.close(primary)
+    code, seen, _ = _run_on_terminal("get", "-o", str(target), server.url("/file"), stderr_too=True)
+    assert code == 0
     assert target.read_bytes() == body
     text = re.sub(rb"\x1b\[[0-9;?]*[a-zA-Z]", b"", seen).decode("utf-8", "replace")
     assert "out.bin" in text and ("kB" in text or "MB" in text)
@@ -270,6 +463,69 @@ def test_output_that_cannot_be_written_exits_23(server: MockServer, tmp_path: Pa
     server.enqueue(MockResponse(200, body=b"x"))
     result = _run("get", "-o", str(tmp_path / "no" / "such" / "dir"), server.url("/"))
     assert result.returncode == 23 and "cannot write" in result.stderr
+    server.enqueue(MockResponse(200, body=b"x"))
+    result = _run("get", "-o", str(tmp_path), server.url("/"))  # a directory
+    assert (
+        result.returncode == 23
+        and result.stderr == f"fastnet: (23) cannot write {tmp_path}: Is a directory\n"
+    )
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_output_to_a_full_disk_exits_23(server: MockServer) -> None:
+    for size in (10, 300_000):  # the error at the last flush, or at a write
+        server.enqueue(MockResponse(200, body=b"x" * size))
+        result = _run("get", "-o", "/dev/full", server.url("/"))
+        assert result.returncode == 23 and "Traceback" not in result.stderr, result.stderr
+        assert result.stderr == "fastnet: (23) write error: No space left on device\n"
+
+
+def test_a_reader_that_goes_away_ends_every_command_quietly(server: MockServer) -> None:
+    # stdout is a pipe nobody reads any more: each write fails with EPIPE at once
+    server.default_response = MockResponse(200, body=b"x" * 100_000)
+    for args, code in (
+        (("--version",), 141),
+        (("get", server.url("/")), 23),  # curl's write error
+        (("get", "-I", "-w", "%{http_code}", server.url("/")), 23),
+        (("load", "-n", "20", "-c", "1", server.url("/")), 141),
+    ):
+        reader, writer = os.pipe()
+        os.close(reader)
+        try:
+            result = subprocess.run(
+                [sys.executable, "-m", "fastnet", *args],
+                stdout=writer,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=30,
+                env=_env(),
+                cwd=str(ROOT),
+            )
+        finally:
+            os.close(writer)
+        assert result.returncode == code, (args, result.stderr)
+        assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr, result.stderr
+        assert result.stderr in ("", "fastnet: (23) write error: Broken pipe\n"), result.stderr
+
+
+def test_ctrl_c_exits_130_without_a_traceback(server: MockServer) -> None:
+    server.default_response = MockResponse(policy=SocketPolicy.NO_RESPONSE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fastnet", "get", server.url("/wait")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+        cwd=str(ROOT),
+    )
+    try:
+        assert server.take_request(timeout=20).path == "/wait"  # it is waiting for the response now
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130 and out == b"" and b"Traceback" not in err, err
 
 
 def test_write_out_timing_variables(server: MockServer) -> None:
@@ -336,6 +592,46 @@ def test_empty_reply_exits_52(server: MockServer) -> None:
     assert result.returncode == 52, result.stderr
 
 
+def test_a_body_that_does_not_decode_exits_61(server: MockServer) -> None:
+    for coding in ("gzip", "deflate"):
+        head = f"HTTP/1.1 200 OK\r\nContent-Encoding: {coding}\r\nContent-Length: 10\r\n\r\n"
+        server.enqueue(MockResponse(raw=head.encode() + b"0123456789"))
+        result = _run("get", server.url("/"))
+        assert result.returncode == 61 and f"invalid {coding} body" in result.stderr, result.stderr
+
+
+def _cut_body_server(reset: bool) -> int:
+    """A one-shot server that sends a head and part of the body it announced, then resets the connection
+    (``reset``) or closes it; returns its port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(20)
+
+    def serve() -> None:
+        with listener:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(20)
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"x" * 5000)
+                time.sleep(0.2)  # the client has the head and reads the body
+                if reset:
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    threading.Thread(target=serve, daemon=True).start()
+    return int(listener.getsockname()[1])
+
+
+def test_a_body_cut_short_exits_56_on_a_reset_and_18_on_a_close() -> None:
+    result = _run("get", f"http://127.0.0.1:{_cut_body_server(reset=True)}/")
+    assert result.returncode == 56 and "reset" in result.stderr, result.stderr  # 52 is for nothing at all
+    assert len(result.stdout) == 5000
+    result = _run("get", f"http://127.0.0.1:{_cut_body_server(reset=False)}/")
+    assert result.returncode == 18 and "95000 body bytes missing" in result.stderr, result.stderr
+
+
 def test_silent_hides_errors_show_error_keeps_them() -> None:
     url = f"http://127.0.0.1:{_free_port()}/"
     quiet = _run("get", "-s", url)
@@ -356,15 +652,32 @@ def test_silent_hides_errors_show_error_keeps_them() -> None:
         (("--key", "k.pem"), 2, "--cert"),
         (("-b", "novalue"), 2, "name=value"),
         (("-d", "@/no/such/file"), 26, "cannot read"),
+        (("-w", "@/no/such/file"), 26, "cannot read /no/such/file"),
+        (("-w", "@/"), 26, "cannot read /: Is a directory"),
+        (("--connect-timeout", "soon"), 2, "not a number of seconds"),
+        (("-X", "BAD METHOD"), 2, "Invalid HTTP method"),
+        (("-H", "Bad Name: v"), 2, "header name"),
+        (("-A", "a\rb"), 2, "User-Agent value"),
+        (("-b", "a=b\x01"), 2, "cookie 'a'"),
+        (("http://127.0.0.1:99999/",), 3, "port"),
+        (("http://127.0.0.1:http/",), 3, "port"),
+        (("-x", "http://u:pw@127.0.0.1:99999"), 5, "proxy port 99999"),
+        (("-x", "::::"), 5, "proxy port"),
+        (("-x", "ftp://127.0.0.1:21"), 7, "unsupported proxy scheme"),
+        (("--cacert", "/no/such/file", "https://127.0.0.1:9/"), 77, "no CA file"),
+        (("--cert", "/no/such/file", "https://127.0.0.1:9/"), 58, "no file"),
     ],
 )
 def test_usage_and_bad_values(args: tuple[str, ...], code: int, says: str) -> None:
     result = _run("get", *args)
     assert result.returncode == code, result.stderr
-    assert says in result.stderr
+    assert says in result.stderr and "Traceback" not in result.stderr and ":pw@" not in result.stderr
+    if code != 2:  # a usage error shows the usage too
+        assert len(result.stderr.splitlines()) == 1, result.stderr
 
 
 def test_exit_codes_of_errors() -> None:
+    from fastnet._internal.http1.decoders import DecodeError
     from fastnet.cli.get import exit_code
 
     assert exit_code(fastnet.TlsVerificationError("x")) == 60
@@ -374,6 +687,16 @@ def test_exit_codes_of_errors() -> None:
     assert exit_code(fastnet.ReadTimeout("x")) == 28
     assert exit_code(fastnet.ConnectError("x")) == 7
     assert exit_code(fastnet.BodyTooLargeError("x")) == 63
+    try:
+        raise fastnet.ProtocolError("invalid br body: corrupt") from DecodeError("corrupt")
+    except fastnet.ProtocolError as exc:
+        assert exit_code(exc, received=True) == 61
+    assert exit_code(fastnet.ConnectionClosedError("x")) == 52  # nothing received
+    assert exit_code(fastnet.ConnectionClosedError("x"), received=True) == 56  # in the body
+    assert (
+        exit_code(fastnet.ProtocolError("unexpected end of stream: 5 body bytes missing"), received=True)
+        == 18
+    )
 
 
 # -- the command --------------------------------------------------------------------------------------------

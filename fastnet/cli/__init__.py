@@ -3,12 +3,21 @@
 
 Without a URL either command starts the embedded ``MockServer`` on loopback, so both work on a machine
 without any network.
+
+Whatever the command, a reader that goes away (``fastnet --version | head -1``) ends it quietly, as
+Python's documentation advises for ``BrokenPipeError``: stdout and stderr are pointed at ``/dev/null`` so
+that nothing more is written or flushed there, and the exit status is the command's (``fastnet get``'s
+write error, 23) or else 141, a shell's status for a process ended by ``SIGPIPE``. Ctrl-C ends a command
+with 130 and no traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
+import io
+import os
 import platform
 import sys
 
@@ -48,6 +57,31 @@ def version_text() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``fastnet`` with ``argv`` (the process's arguments by default); returns the exit status."""
+    code = 0
+    try:
+        code = _command(argv)
+        sys.stdout.flush()  # what is still buffered: a reader that went away shows here
+    except BrokenPipeError:
+        _drop_output()
+        return code or 141
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+def _drop_output() -> None:
+    """Point stdout and stderr at /dev/null: the flush at exit then has nowhere to fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(AttributeError, OSError, ValueError, io.UnsupportedOperation):
+                os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
+
+
+def _command(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="fastnet", description="A fast HTTP/1.1 client.")
     parser.add_argument(
         "-V", "--version", action="store_true", help="print the version and the build, then exit"

@@ -4,32 +4,43 @@ The body goes to stdout and nothing else does, so ``fastnet get URL | jq .`` wor
 status line and headers before it (``-I`` sends HEAD and prints only those), ``-v`` writes the request,
 every event of the call and the timings to stderr. ``-o FILE`` writes the body to a file instead (with a
 ``rich`` progress bar on stderr when stdout is a terminal and rich is installed), ``-w`` prints curl's
-``--write-out`` variables afterwards. Options are curl's: ``-X -H -d --json -u -x -k --cacert --cert
---key -A -b -L --no-location --max-redirs -f -s -S --max-time --connect-timeout``.
+``--write-out`` variables afterwards. What the server or a URL said is shown with its control characters
+made visible (``fastnet/cli/_text.py``: always on stderr and in ``-w`` values, on a terminal for ``-i``),
+and a body with control sequences is refused on a terminal unless ``-o -``. Options are curl's: ``-X -H
+-d --json -u -x -k --cacert --cert --key -A -b -L --no-location --max-redirs -f -s -S --max-time
+--connect-timeout``.
 
 Redirects are followed by default, unlike curl (where ``-L`` turns that on): ``fastnet get`` makes the
 same call ``client.get`` makes with default options, so what it shows is what your code would get.
 ``-L`` is accepted for curl habits; ``--no-location`` shows the 3xx itself.
 
-Exit codes are curl's where curl has one: 0 done; 2 a usage error; 3 a malformed URL; 1 an unsupported
-scheme; 6 the host name did not resolve; 7 no connection could be made; 22 an HTTP error status with
-``-f``; 23 the output file could not be written; 26 a ``@file`` could not be read; 28 a timeout; 35 a
-TLS failure; 47 too many redirects; 52 the server closed without answering; 56 the connection failed
-while reading; 60 the server's certificate was not trusted; 63 the body was over ``max_body_size``;
-97 a proxy failed; 8 the server broke HTTP/1.1. Errors print one line on stderr (not with ``-s``,
-unless ``-S``).
+Exit codes are curl's (the README has the table): 0 done; 1 an unsupported scheme; 2 a usage error (a
+bad option value, or a method, header or cookie that cannot be sent); 3 a malformed URL; 5 a proxy URL
+that does not parse; 6 the host name did not resolve; 7 no connection could be made (or a proxy scheme
+fastnet lacks); 8 the server broke HTTP/1.1; 18 the body ended short of its length; 22 an HTTP error
+status with ``-f``; 23 the output could not be written (or a body with control sequences was refused on
+a terminal); 26 a ``@file`` could not be read; 28 a timeout; 35 a TLS failure; 47 too many redirects; 52
+the server closed without answering; 56 the connection failed while reading; 58 the client certificate
+could not be loaded; 60 the server's certificate was not trusted; 61 the body did not decode; 63 the
+body was over ``max_body_size``; 77 the CA bundle could not be loaded; 97 a proxy failed. Every option
+is checked before anything is sent. Errors print one line on stderr (not with ``-s``, unless ``-S``),
+never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import getpass
 import json
 import logging
 import sys
+import zlib
 from typing import IO, Any
 
 import fastnet
+from fastnet._internal.http1.decoders import DecodeError
+from fastnet.cli._text import BINARY_OUTPUT, TerminalGuard, printable
 from fastnet.testing import MockResponse, MockServer
 
 __all__ = ["EXIT_CODES", "add_parser", "exit_code", "run", "write_out"]
@@ -49,10 +60,16 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
 )
 
 
-def exit_code(error: BaseException) -> int:
-    """curl's exit code for ``error``."""
+def exit_code(error: BaseException, *, received: bool = False) -> int:
+    """curl's exit code for ``error``; ``received``: it came after the response head (in the body)."""
     if isinstance(error, fastnet.ProtocolError) and "Too many follow-up requests" in str(error):
         return 47
+    if received and isinstance(error, fastnet.ConnectionClosedError):
+        return 56  # 52 is for a connection closed with nothing received
+    if received and isinstance(error, fastnet.ProtocolError) and "unexpected end of stream" in str(error):
+        return 18  # the body ended before its length: a partial file
+    if isinstance(error, fastnet.ProtocolError) and isinstance(error.__cause__, (zlib.error, DecodeError)):
+        return 61  # a Content-Encoding that does not decode
     for kind, code in EXIT_CODES:
         if isinstance(error, kind):
             return code
@@ -115,10 +132,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
             "MockServer on loopback answers. Redirects are followed unless --no-location."
         ),
         epilog=(
-            "exit codes (curl's): 0 ok, 1 unsupported scheme, 2 usage, 3 malformed URL, 6 DNS, 7 connect, "
-            "8 bad HTTP, 22 HTTP error with -f, 23 write error, 26 read error, 28 timeout, 35 TLS, "
-            "47 too many redirects, 52 empty reply, 56 receive error, 60 certificate, 63 body too large, "
-            "97 proxy"
+            "exit codes (curl's): 0 ok, 1 unsupported scheme, 2 usage, 3 malformed URL, 5 bad proxy, "
+            "6 DNS, 7 connect, 8 bad HTTP, 18 partial body, 22 HTTP error with -f, 23 write error, "
+            "26 read error, 28 timeout, 35 TLS, 47 too many redirects, 52 empty reply, 56 receive error, "
+            "58 client certificate, 60 certificate, 61 bad content encoding, 63 body too large, "
+            "77 CA bundle, 97 proxy"
         ),
     )
     p.add_argument(
@@ -204,13 +222,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
+class _PrintableFormatter(logging.Formatter):
+    """A log line with its control characters made visible (URLs, hosts and errors come from outside)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))
+
+
 def _event_log() -> fastnet.LoggingEventListener:
     """``-v``: every event of the call on stderr, with the milliseconds since it started."""
     logger = logging.getLogger("fastnet.events.cli")
     logger.propagate = False
     logger.setLevel(logging.DEBUG)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("* %(message)s"))
+    handler.setFormatter(_PrintableFormatter("* %(message)s"))
     logger.handlers[:] = [handler]
     return fastnet.LoggingEventListener(logger)
 
@@ -276,7 +301,12 @@ def _build(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], dict[str
     if args.user is not None:
         user, sep, password = args.user.partition(":")
         if not sep:
-            password = getpass.getpass(f"password for {user}: ") if sys.stdin.isatty() else ""
+            password = ""
+            if sys.stdin.isatty():
+                try:
+                    password = getpass.getpass(f"password for {printable(user)}: ")
+                except EOFError:  # Ctrl-D at the prompt: no password, as curl
+                    pass
         auth = (user, password)
     cert: Any = None
     if args.cert is not None:
@@ -304,7 +334,25 @@ def _build(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], dict[str
         "auth": auth,
         "cookies": _cookies(args.cookie) if args.cookie else None,
     }
+    _check(args, request)
     return client, request
+
+
+def _check(args: argparse.Namespace, request: dict[str, Any]) -> None:
+    """Find what cannot be sent before anything is: each with curl's exit code, or a usage error."""
+    try:
+        fastnet.URL(request["url"])
+    except ValueError as exc:
+        raise _Failure(1 if "scheme" in str(exc).lower() else 3, _one_line(exc)) from None
+    if args.proxy is not None:
+        try:
+            fastnet.Proxy.from_url(args.proxy)
+        except ValueError as exc:  # curl: 7 for a proxy scheme it lacks, 5 for a proxy it cannot parse
+            raise _Failure(7 if "scheme" in str(exc).lower() else 5, _one_line(exc)) from None
+    try:
+        fastnet.Request(**request)  # a method, a header or a cookie that cannot go on the wire
+    except (ValueError, TypeError) as exc:
+        raise _Usage(str(exc)) from None
 
 
 # -- --write-out ----------------------------------------------------------------------------------------
@@ -384,7 +432,7 @@ def write_out(
                     out.append(json.dumps(values, sort_keys=True))
                 elif name in values:
                     value = values[name]
-                    out.append(f"{value:.6f}" if isinstance(value, float) else str(value))
+                    out.append(f"{value:.6f}" if isinstance(value, float) else printable(str(value)))
                 else:
                     out.append(fmt[i : end + 1])  # an unknown variable is left as it is
                 i = end + 1
@@ -405,9 +453,12 @@ def _one_line(error: BaseException) -> str:
     return " ".join(f"{type(error).__name__}: {error}".split())
 
 
-def _head_bytes(response: fastnet.Response) -> bytes:
+def _head_bytes(response: fastnet.Response, terminal: bool) -> bytes:
+    """The status line and headers as received, or made printable for a ``terminal``."""
     lines = [f"{response.protocol} {response.status_code} {response.reason}".rstrip()]
     lines += [f"{name}: {value}" for name, value in response.headers.items()]
+    if terminal:
+        lines = [printable(line) for line in lines]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
 
 
@@ -422,6 +473,7 @@ class _Progress:
         try:
             from rich import progress  # optional: fastnet-http[cli]
             from rich.console import Console
+            from rich.markup import escape
         except ImportError:
             return
         self.bar = progress.Progress(
@@ -434,7 +486,7 @@ class _Progress:
             transient=False,
         )
         self.bar.start()
-        self.task = self.bar.add_task(name, total=total)
+        self.task = self.bar.add_task(escape(printable(name)), total=total)  # no markup either
 
     def advance(self, n: int) -> None:
         if self.bar is not None:
@@ -468,24 +520,35 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     code = 0
     downloaded = 0
     out = sys.stdout.buffer
+    fmt = args.write_out
     try:
         try:
             client_options, request = _build(args, url)
         except _Usage as exc:
-            parser.error(str(exc))
+            parser.error(printable(str(exc)))
+        if fmt is not None and fmt.startswith("@"):  # read before the transfer, as curl does
+            fmt = _read_arg(fmt).decode("utf-8", "replace")
         sent: list[Any] = []
 
         def capture(chain: Any) -> Any:  # a network interceptor: the request as it goes on the wire
             sent.append(chain.request)
             return chain.proceed(chain.request)
 
-        target: IO[bytes] | None = None
         try:
-            with fastnet.Client(
+            client = fastnet.Client(
                 event_listener=_event_log() if args.verbose else None,
                 network_interceptors=[capture] if args.verbose else [],
                 **client_options,
-            ) as client:
+            )
+        except ValueError as exc:  # a CA bundle (77) or a client certificate (58) that cannot be loaded
+            text = str(exc)
+            raise _Failure(
+                77 if text.startswith("verify") else 58 if text.startswith(("cert", "key")) else 2,
+                _one_line(exc),
+            ) from None
+        target: IO[bytes] | None = None
+        try:
+            with client:
                 method = request.pop("method")
                 with client.stream(method, request.pop("url"), **request) as response:
                     if args.verbose:
@@ -494,17 +557,20 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                         raise _Failure(
                             22, f"The requested URL returned error: {response.status_code} {response.reason}"
                         )
-                    if args.output is not None:
+                    if args.output is not None and args.output != "-":
                         try:
                             target = open(args.output, "wb")  # noqa: SIM115 - closed in the finally below
                         except OSError as exc:
                             raise _Failure(23, f"cannot write {args.output}: {exc.strerror or exc}") from None
                     sink = target if target is not None else out
+                    terminal = target is None and out.isatty()
                     if args.include or args.head:
                         for prior in response.history:
-                            sink.write(_head_bytes(prior))
-                        sink.write(_head_bytes(response))
+                            _write(sink, _head_bytes(prior, terminal))
+                        _write(sink, _head_bytes(response, terminal))
                     if not args.head:
+                        # to a terminal, a body with control sequences is refused, unless -o - asks for it
+                        guard = TerminalGuard() if terminal and args.output is None else None
                         progress = _Progress(
                             target is not None and not args.silent and sys.stdout.isatty(),
                             _declared_length(response),
@@ -512,56 +578,70 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                         )
                         try:
                             for chunk in response.iter_bytes():
-                                try:
-                                    sink.write(chunk)
-                                except OSError as exc:
-                                    raise _Failure(23, f"write error: {exc.strerror or exc}") from None
+                                if guard is not None and not guard.safe(chunk):
+                                    raise _Failure(23, BINARY_OUTPUT)
+                                _write(sink, chunk)
                                 downloaded += len(chunk)
                                 progress.advance(len(chunk))
                         finally:
                             progress.close()
-                    sink.flush()
+                    _write(sink, b"")  # flushes: a full disk shows here at the latest
         finally:
             if target is not None:
-                target.close()
+                with contextlib.suppress(OSError):  # flushed above, or already failing
+                    target.close()
     except _Failure as exc:
         error = exc
         code = exc.code
         if not quiet_errors:
-            print(f"fastnet: ({code}) {exc}", file=sys.stderr)
+            print(f"fastnet: ({code}) {printable(str(exc))}", file=sys.stderr)
     except (fastnet.NetworkError, ValueError, TypeError) as exc:
         error = exc
-        code = exit_code(exc)
+        code = exit_code(exc, received=response is not None)
         if not quiet_errors:
-            print(f"fastnet: ({code}) {_one_line(exc)}", file=sys.stderr)
+            print(f"fastnet: ({code}) {printable(_one_line(exc))}", file=sys.stderr)
     finally:
         if server is not None:
             server.shutdown()
     if args.verbose and response is not None and response.timings is not None:
-        print(f"* {response.timings!r}", file=sys.stderr)
-    if args.write_out is not None:
-        fmt = args.write_out
-        if fmt.startswith("@"):
-            fmt = _read_arg(fmt).decode("utf-8", "replace")
-        sys.stdout.write(write_out(fmt, response, error, code, downloaded))
-        sys.stdout.flush()
+        print(printable(f"* {response.timings!r}"), file=sys.stderr)
+    if fmt is not None:
+        try:
+            sys.stdout.write(write_out(fmt, response, error, code, downloaded))
+            sys.stdout.flush()
+        except OSError as exc:
+            if code == 0:
+                code = 23
+                if not quiet_errors:
+                    print(f"fastnet: (23) write error: {exc.strerror or exc}", file=sys.stderr)
     return code
+
+
+def _write(sink: IO[bytes], data: bytes) -> None:
+    """Write ``data`` (nothing: flush) to the output; a failure is curl's write error, 23."""
+    try:
+        if data:
+            sink.write(data)
+        else:
+            sink.flush()
+    except OSError as exc:
+        raise _Failure(23, f"write error: {exc.strerror or exc}") from None
 
 
 def _show_exchange(sent: list[Any], response: fastnet.Response) -> None:
     """``-v``: the request as sent and the response head, curl-style, on stderr."""
-    err = sys.stderr
+    lines = []
     if sent:
         request = sent[-1]
-        err.write(f"> {request.method} {request.url.target} HTTP/1.1\n")
+        lines.append(f"> {request.method} {request.url.target} HTTP/1.1")
         for name, value in request.headers.items():
             if name.lower() in _SECRET_HEADERS:
                 scheme, _, _ = value.partition(" ")
                 value = f"{scheme} ***" if scheme != value else "***"  # no credentials in the log
-            err.write(f"> {name}: {value}\n")
-        err.write(">\n")
-    err.write(f"< {response.protocol} {response.status_code} {response.reason}\n")
-    for name, value in response.headers.items():
-        err.write(f"< {name}: {value}\n")
-    err.write("<\n")
-    err.flush()
+            lines.append(f"> {name}: {value}")
+        lines.append(">")
+    lines.append(f"< {response.protocol} {response.status_code} {response.reason}")
+    lines += [f"< {name}: {value}" for name, value in response.headers.items()]
+    lines.append("<")
+    sys.stderr.write("".join(printable(line) + "\n" for line in lines))
+    sys.stderr.flush()

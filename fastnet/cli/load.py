@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fastnet.cli._text import printable
 from fastnet.load import (
     DEFAULT_CONNECTIONS,
     DEFAULT_DURATION,
@@ -176,10 +177,10 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         try:
             lines = Path(args.urls_file).read_text(encoding="utf-8").splitlines()
         except OSError as exc:
-            parser.error(f"--urls: {exc}")
+            parser.error(printable(f"--urls: {exc}"))
         urls += [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
         if not urls:
-            parser.error(f"--urls: no URLs in {args.urls_file}")
+            parser.error(printable(f"--urls: no URLs in {args.urls_file}"))
     body: bytes | None = None
     if args.data is not None:
         body = args.data.encode("utf-8")
@@ -187,7 +188,7 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         try:
             body = Path(args.data_file).read_bytes()
         except OSError as exc:
-            parser.error(f"-D: {exc}")
+            parser.error(printable(f"-D: {exc}"))
     if args.insecure and args.cacert:
         parser.error("-k and --cacert contradict each other")
     method = (args.method or ("POST" if body is not None else "GET")).upper()
@@ -220,24 +221,24 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             display=display,
         )
     except (LoadError, MissingDependency) as exc:
-        print(f"fastnet load: {exc}", file=sys.stderr)
+        print(f"fastnet load: {printable(str(exc))}", file=sys.stderr)
         return 1
     except (ValueError, TypeError) as exc:
-        parser.error(str(exc))
+        parser.error(printable(str(exc)))
     finally:
         if server is not None:
             server.shutdown()
     if args.json:
         out.write(result.to_json() + "\n")
     else:
-        out.write(render(result))
+        out.write(printable(render(result), lines=True))  # URLs and error messages come from outside
     out.flush()
     if args.html:
         try:
             write_html(result, args.html)
         except OSError as exc:
-            print(f"fastnet load: cannot write {args.html}: {exc}", file=sys.stderr)
+            print(printable(f"fastnet load: cannot write {args.html}: {exc}"), file=sys.stderr)
             return 1
         if not args.json and not args.quiet:
-            print(f"HTML report written to {args.html}", file=out)
+            print(f"HTML report written to {printable(args.html)}", file=out)
     return 0

@@ -46,6 +46,7 @@ __all__ = [
     "HEAD_READ",
     "IMPLEMENTATION",
     "MAX_WAIT_NS",
+    "OPEN_BACKOFF_NS",
     "READY",
     "RECV_SIZE",
     "SETUP",
@@ -213,9 +214,12 @@ RECV_SIZE = 131072
 HEAD_READ = 4096
 #: The longest the loop waits for events before it looks at the clock again (ns).
 MAX_WAIT_NS = 1_000_000_000
+#: How long no connection is opened after opening one failed at once (ns).
+OPEN_BACKOFF_NS = 10_000_000
 
 cdef int64_t _CHECK_NS = CHECK_NS
 cdef int64_t _MAX_WAIT_NS = MAX_WAIT_NS
+cdef int64_t _OPEN_BACKOFF_NS = OPEN_BACKOFF_NS
 cdef Py_ssize_t _RECV_SIZE = RECV_SIZE
 cdef Py_ssize_t _HEAD_READ = HEAD_READ
 cdef int BODY_NONE = 0
@@ -232,6 +236,21 @@ cdef inline int64_t _now() noexcept nogil:
 
 def _errno_name(int code):
     return errno_module.errorcode.get(code, f"errno {code}")
+
+
+_RESOURCE_ERRNOS = (errno_module.EMFILE, errno_module.ENFILE, errno_module.ENOBUFS, errno_module.ENOMEM)
+
+
+def _resource_errno(error):
+    """The errno of running out of descriptors or memory among ``error`` and its causes, else 0."""
+    for _ in range(8):
+        if error is None:
+            break
+        code = getattr(error, "errno", None)
+        if code in _RESOURCE_ERRNOS:
+            return int(code)
+        error = error.__cause__ or error.__context__
+    return 0
 
 
 cdef class Recorder:
@@ -374,6 +393,8 @@ cdef class Engine:
     cdef int64_t _end
     cdef int64_t _slot
     cdef int64_t _next_check
+    cdef int64_t _open_after
+    cdef bint _probing
     cdef bint _stop_requested
     cdef bint _finished
     cdef bint _shut
@@ -516,6 +537,8 @@ cdef class Engine:
         self._end = 0
         self._slot = 0
         self._next_check = 0
+        self._open_after = 0
+        self._probing = False
         self._stop_requested = False
         self._finished = False
         self._shut = False
@@ -710,9 +733,11 @@ cdef class Engine:
             if self._nready:
                 self._nready -= 1
                 i = self._ready[self._nready]
-            elif self._nclosed:
+            elif self._nclosed and now >= self._open_after:
                 self._nclosed -= 1
                 i = self._closed[self._nclosed]
+            elif self._nclosed:
+                return self._open_after - now
             else:
                 return -1
             c = &self._c[i]
@@ -728,6 +753,10 @@ cdef class Engine:
                 self._send(i, now)
             else:
                 self._open(i, now)
+                if c.state == S_CLOSED or (self._probing and c.state == S_SETUP):
+                    # failed at once, or out of descriptors in prepare(): look at the clock, back off
+                    self._open_after = _now() + _OPEN_BACKOFF_NS
+                    return _OPEN_BACKOFF_NS
 
     cdef int _register(self, int i, uint32_t events, int op) except -1:
         cdef epoll_event ev
@@ -750,7 +779,7 @@ cdef class Engine:
         c.started = _now()  # this connect's own start (a turn may open many)
         fd = socket(self._families[g], SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
         if fd < 0:
-            self._connect_failed(i, errno, now)
+            self._connect_failed(i, errno, now, "open a socket for")
             return 0
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one))
         r = connect(fd, <sockaddr*>&self._addrs[g], self._addrlens[g])
@@ -786,13 +815,13 @@ cdef class Engine:
         self._send(i, now)
         return 0
 
-    cdef int _connect_failed(self, int i, int code, int64_t now) except -1:
+    cdef int _connect_failed(self, int i, int code, int64_t now, str doing="connect to") except -1:
         _family, host, port = self._addresses[self._c[i].group]
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         self._fail(
             i,
             f"ConnectError ({_errno_name(code)})",
-            f"connect to {where} failed: [Errno {code}] {os.strerror(code)}",
+            f"{doing} {where} failed: [Errno {code}] {os.strerror(code)}",
             now,
         )
         return 0
@@ -821,8 +850,14 @@ cdef class Engine:
                     self._tls.put(tls)
             if sock is None:
                 text = str(error) if error is not None else "connection setup failed"
-                self._fail(i, type(error).__name__ if error is not None else "ConnectError", text, now)
+                key = type(error).__name__ if error is not None else "ConnectError"
+                code = _resource_errno(error)
+                if code:
+                    key = f"{key} ({_errno_name(code)})"
+                    self._probing = True
+                self._fail(i, key, text, now)
                 continue
+            self._probing = False
             self.connections_opened += 1
             sock.setblocking(False)
             self._socks[i] = sock

@@ -19,7 +19,13 @@ made by ``prepare(conn, group)`` with fastnet's connection code in a helper thre
 :meth:`Engine.deliver`), ``READY`` (connected and idle) and ``BUSY`` (a request in flight). A due slot
 goes to a ``READY`` connection if there is one (most recently freed first), else to a ``CLOSED`` one,
 which connects first: the request that needed the connection fails if connecting fails, so a run with
-``total`` requests against a dead server still ends.
+``total`` requests against a dead server still ends. When opening fails at once (``socket()`` out of file
+descriptors, ``connect()`` out of ports or routes), the turn ends there and no connection is opened for
+:data:`OPEN_BACKOFF_NS`: the loop looks at its clock and its deadlines again, and a generator that cannot
+open any socket waits instead of spinning (its connections still in use carry on meanwhile). A connection
+``prepare`` fails to make for want of descriptors or memory (``EMFILE``, ``ENFILE``, ``ENOBUFS``,
+``ENOMEM`` among its error's causes) fails later, in a helper thread: then one connection is opened per
+:data:`OPEN_BACKOFF_NS` until one is made again.
 
 Every request is prebuilt bytes (``group.requests``, round-robin within the connection's group). A
 response is parsed by fastnet's ``ResponseParser``. While a head is awaited a read takes at most
@@ -60,6 +66,7 @@ __all__ = [
     "HEAD_READ",
     "IMPLEMENTATION",
     "MAX_WAIT_NS",
+    "OPEN_BACKOFF_NS",
     "READY",
     "RECV_SIZE",
     "SETUP",
@@ -83,6 +90,8 @@ RECV_SIZE = 131072
 HEAD_READ = 4096
 #: The longest the loop waits for events before it looks at the clock again (ns).
 MAX_WAIT_NS = 1_000_000_000
+#: How long no connection is opened after opening one failed at once (ns).
+OPEN_BACKOFF_NS = 10_000_000
 
 _NO_DATA = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 _monotonic_ns = time.monotonic_ns
@@ -110,6 +119,21 @@ class Recorder:
 
 def _errno_name(code: int) -> str:
     return errno_module.errorcode.get(code, f"errno {code}")
+
+
+_RESOURCE_ERRNOS = (errno_module.EMFILE, errno_module.ENFILE, errno_module.ENOBUFS, errno_module.ENOMEM)
+
+
+def _resource_errno(error: BaseException | None) -> int:
+    """The errno of running out of descriptors or memory among ``error`` and its causes, else 0."""
+    for _ in range(8):
+        if error is None:
+            break
+        code = getattr(error, "errno", None)
+        if code in _RESOURCE_ERRNOS:
+            return int(code)
+        error = error.__cause__ or error.__context__
+    return 0
 
 
 class _Conn:
@@ -238,6 +262,8 @@ class Engine:
         self._end = 0
         self._slot = 0
         self._next_check = 0
+        self._open_after = 0
+        self._probing = False
         self._stop_requested = False
         self._finished = False
         self._shut = False
@@ -390,8 +416,10 @@ class Engine:
                 intended = now
             if self._ready:
                 conn = self._conns[self._ready.pop()]
-            elif self._closed:
+            elif self._closed and now >= self._open_after:
                 conn = self._conns[self._closed.pop()]
+            elif self._closed:
+                return self._open_after - now
             else:
                 return -1
             if self._interval > 0:
@@ -406,6 +434,10 @@ class Engine:
                 self._send(conn, now)
             else:
                 self._open(conn, now)
+                if conn.state == CLOSED or (self._probing and conn.state == SETUP):
+                    # failed at once, or out of descriptors in prepare(): look at the clock, back off
+                    self._open_after = _monotonic_ns() + OPEN_BACKOFF_NS
+                    return OPEN_BACKOFF_NS
 
     def _open(self, conn: _Conn, now: int) -> None:
         address = self._addresses[conn.group]
@@ -420,7 +452,7 @@ class Engine:
         try:
             sock = socket.socket(family, socket.SOCK_STREAM)
         except OSError as exc:  # out of file descriptors, for one
-            self._connect_failed(conn, exc.errno or 0, now)
+            self._connect_failed(conn, exc.errno or 0, now, "open a socket for")
             return
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -449,13 +481,13 @@ class Engine:
         self._connect.record((_monotonic_ns() - conn.started) // 1000)
         self._send(conn, now)
 
-    def _connect_failed(self, conn: _Conn, code: int, now: int) -> None:
+    def _connect_failed(self, conn: _Conn, code: int, now: int, doing: str = "connect to") -> None:
         host, port = self._addresses[conn.group][1:]
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         self._fail(
             conn,
             f"ConnectError ({_errno_name(code)})",
-            f"connect to {where} failed: [Errno {code}] {os.strerror(code)}",
+            f"{doing} {where} failed: [Errno {code}] {os.strerror(code)}",
             now,
         )
 
@@ -482,8 +514,14 @@ class Engine:
                     self._tls.record(tls)
             if sock is None:
                 text = str(error) if error is not None else "connection setup failed"
-                self._fail(conn, type(error).__name__ if error is not None else "ConnectError", text, now)
+                key = type(error).__name__ if error is not None else "ConnectError"
+                code = _resource_errno(error)
+                if code:
+                    key = f"{key} ({_errno_name(code)})"
+                    self._probing = True
+                self._fail(conn, key, text, now)
                 continue
+            self._probing = False
             self.connections_opened += 1
             sock.setblocking(False)
             conn.sock = sock

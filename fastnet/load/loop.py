@@ -14,6 +14,7 @@ __all__ = [
     "HEAD_READ",
     "IMPLEMENTATION",
     "MAX_WAIT_NS",
+    "OPEN_BACKOFF_NS",
     "READY",
     "RECV_SIZE",
     "SETUP",
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from fastnet.load._loop_py import HEAD_READ as HEAD_READ
     from fastnet.load._loop_py import IMPLEMENTATION as IMPLEMENTATION
     from fastnet.load._loop_py import MAX_WAIT_NS as MAX_WAIT_NS
+    from fastnet.load._loop_py import OPEN_BACKOFF_NS as OPEN_BACKOFF_NS
     from fastnet.load._loop_py import READY as READY
     from fastnet.load._loop_py import RECV_SIZE as RECV_SIZE
     from fastnet.load._loop_py import SETUP as SETUP

@@ -15,9 +15,11 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
+from conftest import Twins
 from loadkit import refused_port
 
 import fastnet.load
@@ -179,6 +181,70 @@ def test_load_cli_says_what_to_install_when_a_dependency_is_missing(
 def test_load_cli_exits_1_when_the_run_cannot_start(capsys: pytest.CaptureFixture[str]) -> None:
     assert _load("http://127.0.0.1:1/", "--proxy", "gopher://127.0.0.1:70", "-n", "1") == 1
     assert "bad proxy" in capsys.readouterr().err
+
+
+def _load_with_few_descriptors(*argv: str) -> dict[str, Any]:
+    """``fastnet load ARGV --json`` in a child whose open-file limit is 64; its result."""
+    child = (  # the limit is set in the child itself (a preexec_fn is unsafe in a threaded parent)
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)); "
+        f"from fastnet.cli import main; sys.exit(main({['load', *argv, '--json']!r}))"
+    )
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=30, cwd=ROOT)
+    assert time.monotonic() - t0 < 30  # the duration (1 s) plus the timeout (10 s), with room to spare
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, Any] = json.loads(proc.stdout)
+    assert result["completed"] > 0  # the connections that could be opened worked meanwhile
+    return result
+
+
+def test_load_cli_ends_and_counts_the_errors_when_no_socket_can_be_opened(
+    twins: Twins, server: MockServer
+) -> None:
+    # the open-file limit is below -c: socket() fails at once with EMFILE for most connections; the run
+    # still ends at its duration (the loop once retried without looking at its clock, forever), the
+    # failures are counted, and the loop backs off instead of spinning (far fewer failures than a spin)
+    engine = twins("fastnet.load.loop").IMPLEMENTATION
+    server.default_response = MockResponse(200, body=b"x")
+    result = _load_with_few_descriptors(server.url("/"), "-c", "300", "-z", "1s", "--engine", engine)
+    errors = {e["type"]: e for e in result["errors"]}
+    emfile = errors["ConnectError (EMFILE)"]
+    assert 0 < emfile["count"] < 2000
+    where = f"127.0.0.1:{server.port}"
+    assert emfile["example"] == f"open a socket for {where} failed: [Errno 24] Too many open files"
+
+
+def test_load_cli_backs_off_when_tls_connections_run_out_of_descriptors(
+    twins: Twins, tls_server: MockServer
+) -> None:
+    # TLS connections are made in helper threads, which fail with EMFILE as fast as they are asked; the
+    # loop then opens one connection per back-off until one is made again (about 4,500 failures a
+    # second without it), and the errors say EMFILE
+    engine = twins("fastnet.load.loop").IMPLEMENTATION
+    tls_server.default_response = MockResponse(200, body=b"x")
+    argv = (tls_server.url("/"), "-k", "-c", "300", "-z", "1s", "--engine", engine)
+    result = _load_with_few_descriptors(*argv)
+    emfile = [e for e in result["errors"] if e["type"].endswith(" (EMFILE)")]
+    assert emfile and "Too many open files" in emfile[0]["example"]
+    assert 0 < sum(e["count"] for e in emfile) < 1500
+
+
+def test_load_cli_report_shows_control_characters_and_the_html_escapes_markup(
+    server: MockServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a proxy that refuses CONNECT with a reason phrase that would retitle the terminal (OSC ... ST), clear
+    # it (CSI 2 J) and inject markup into the HTML report: the error's example quotes it
+    server.default_response = MockResponse(
+        raw=b"HTTP/1.1 403 No\x9d0;pwned\x9c\x9b2J<script>x()</script>\r\nContent-Length: 0\r\n\r\n"
+    )
+    page = tmp_path / "report.html"
+    argv = ["https://127.0.0.1:9/", "--proxy", server.url("/"), "-n", "2", "-c", "1", "--quiet"]
+    assert _load(*argv, "--html", str(page)) == 0
+    out = capsys.readouterr().out
+    assert "No\\x9d0;pwned\\x9c\\x9b2J<script>" in out
+    assert not any(ch in out for ch in "\x9b\x9c\x9d")
+    html = page.read_text(encoding="utf-8")
+    assert "<script>" not in html and "&lt;script&gt;x()&lt;/script&gt;" in html
 
 
 def _png_size(data: bytes) -> tuple[int, int]:
