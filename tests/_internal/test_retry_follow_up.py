@@ -4,16 +4,22 @@ limits and bad input)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
+import select
 import socket
 import threading
+import time
 
+import h11
 import pytest
 from conftest import assert_pool_clean, make_client
 from fakes import FakeDns
 
 import fastnet
 from fastnet import _compat
+from fastnet._internal.connection.async_real_connection import AsyncRealConnection
+from fastnet._internal.connection.exchange_finder import PROBE_IDLE_AFTER
 from fastnet._internal.retry_follow_up import RetryAndFollowUpInterceptor
 from fastnet.testing import MockResponse, MockServer, RecordedRequest, SocketPolicy
 
@@ -100,6 +106,150 @@ def test_recover_failures_attached_to_final_error(server):
         assert len(info.value.recovered) == 1
         assert isinstance(info.value.recovered[0], fastnet.ConnectionClosedError)
         assert_pool_clean(client)
+
+
+# ------------------------------------------------------------------------------------- closed while idle
+
+
+class Recorded(fastnet.EventListener):
+    def __init__(self) -> None:
+        self.retry: list[tuple[str, bool]] = []
+        self.connect_failed: list[str] = []
+
+    def retry_decision(self, call, error, retry):
+        self.retry.append((type(error).__name__, retry))
+
+    def connect_failed(self, call, route, error):
+        self.connect_failed.append(type(error).__name__)
+
+
+class ClosesWhenIdle:
+    """A raw loopback server (h11 on the server side). Its first connection answers one request with
+    keep-alive, then sends a FIN (``shutdown(SHUT_WR)``) and goes on reading: whatever the client still
+    writes on it lands in ``late``. Later connections answer every request. ``requests`` holds
+    ``(connection index, body)`` of each request answered."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(10)
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/"
+        self.requests: list[tuple[int, bytes]] = []
+        self.late: list[bytes] = []
+        self.threads: list[threading.Thread] = []
+        self.acceptor = threading.Thread(target=self._accept, daemon=True)
+
+    def __enter__(self) -> ClosesWhenIdle:
+        self.acceptor.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept (close alone does not)
+        self.listener.close()
+        self.acceptor.join(10)
+        for thread in self.threads:
+            thread.join(10)
+
+    def _accept(self) -> None:
+        for index in range(10):
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:
+                return
+            thread = threading.Thread(target=self._serve, args=(index, sock), daemon=True)
+            self.threads.append(thread)
+            thread.start()
+
+    def _serve(self, index: int, sock: socket.socket) -> None:
+        sock.settimeout(10)
+        conn = h11.Connection(h11.SERVER)
+        body = b""
+        with sock:
+            for _ in range(10_000):
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    conn.receive_data(data)
+                elif isinstance(event, h11.Data):
+                    body += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    self.requests.append((index, body))
+                    payload = str(index).encode()
+                    sock.sendall(
+                        conn.send(h11.Response(status_code=200, headers=[("Content-Length", "1")]))
+                        + conn.send(h11.Data(data=payload))
+                        + conn.send(h11.EndOfMessage())
+                    )
+                    if index == 0:
+                        sock.shutdown(socket.SHUT_WR)
+                        for _ in range(10_000):  # until the client closes it
+                            data = sock.recv(65536)
+                            if not data:
+                                return
+                            self.late.append(data)
+                        return
+                    conn.start_next_cycle()
+                    body = b""
+                elif not isinstance(event, h11.Request):
+                    return
+
+
+def wait_until_the_fin_arrived(client: fastnet.Client) -> None:
+    """Until the client's pooled connection has the server's FIN: readable for the blocking client,
+    seen by the transport for the asyncio one; then "a moment later" (10 ms: past the probe threshold)."""
+    real_pool = client.connection_pool._real  # type: ignore[attr-defined]
+    (conn,) = [conn for stack in real_pool.idle.values() for conn in stack]
+    if isinstance(conn, AsyncRealConnection):
+        for _ in range(1000):
+            if conn.eof:
+                break
+            time.sleep(0.005)
+        assert conn.eof
+    else:
+        readable, _, _ = select.select([conn.sock], [], [], 5)
+        assert readable
+    assert PROBE_IDLE_AFTER < 0.01
+    time.sleep(0.01)
+
+
+@pytest.mark.parametrize("method", ["GET", "POST one-shot", "POST"])
+def test_recover_connection_closed_while_idle_is_replaced_not_retried(method):
+    events = Recorded()
+    with ClosesWhenIdle() as server, make_client(event_listener=events) as client:
+        assert client.get(server.url).content == b"0"
+        wait_until_the_fin_arrived(client)
+        if method == "GET":
+            r = client.get(server.url)
+        elif method == "POST":
+            r = client.post(server.url, body=b"order-1")
+        else:
+            r = client.post(server.url, body=iter([b"one-", b"shot"]))
+        assert r.content == b"1"
+        assert_pool_clean(client)
+    assert [index for index, _ in server.requests] == [0, 1]
+    assert server.late == []  # nothing was written on the closed connection
+    assert server.requests[1][1] == {"GET": b"", "POST": b"order-1", "POST one-shot": b"one-shot"}[method]
+    assert events.retry == [] and events.connect_failed == []
+
+
+@pytest.mark.parametrize("method", ["GET", "POST one-shot"])
+def test_recover_tls_connection_closed_while_idle_is_replaced_not_retried(tls_server: MockServer, method):
+    events = Recorded()
+    tls_server.enqueue(
+        MockResponse(200, body=b"0", policy=SocketPolicy.SHUTDOWN_OUTPUT_AT_END), MockResponse(200, body=b"1")
+    )
+    with make_client(verify=tls_server.ca_path, event_listener=events) as client:
+        assert client.get(tls_server.url("/")).content == b"0"
+        wait_until_the_fin_arrived(client)
+        if method == "GET":
+            r = client.get(tls_server.url("/"))
+        else:
+            r = client.post(tls_server.url("/"), body=iter([b"one-", b"shot"]))
+        assert r.content == b"1"
+    assert [tls_server.take_request().connection_index for _ in range(2)] == [0, 1]
+    assert events.retry == [] and events.connect_failed == []
 
 
 # ------------------------------------------------------------------------------------------------ routes

@@ -4,6 +4,7 @@ Every error is a typed fastnet error that names its URL and phase; timeouts are 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import select
 import socket
 import threading
@@ -16,7 +17,7 @@ from conftest import make_fast_client
 from fakes import FakeDns
 
 import fastnet
-from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from fastnet.testing import MockResponse, MockServer, SocketPolicy, _tls
 
 pytestmark = pytest.mark.both_clients
 
@@ -145,6 +146,70 @@ def test_timeouts_write_timeout() -> None:
     finally:
         listener.close()
     assert isinstance(info.value, builtins.TimeoutError)
+    _assert_located(info.value, url, "write")
+
+
+@contextlib.contextmanager
+def _server_that_stops_reading(tls: bool) -> Iterator[tuple[str, str | None]]:
+    """``(url, ca_path)`` of a loopback server that takes the connection (and the TLS handshake), then
+    neither reads nor answers: an upload fills its small receive buffer and stalls."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # inherited by accepted sockets
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    if not tls:  # the kernel completes the handshake; nobody ever accepts
+        try:
+            yield f"http://127.0.0.1:{port}/upload", None
+        finally:
+            listener.close()
+        return
+    ca = _tls.new_ca()
+    context = _tls.server_context(ca)
+    done = threading.Event()
+    accepted: list[socket.socket] = []
+
+    def serve() -> None:
+        listener.settimeout(10)
+        try:
+            conn, _ = listener.accept()
+            conn.settimeout(10)
+            accepted.append(context.wrap_socket(conn, server_side=True))  # the handshake
+        except OSError:
+            return
+        done.wait(30)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{port}/upload", _tls.write_ca_pem(ca)
+    finally:
+        done.set()
+        thread.join(10)
+        for conn in accepted:
+            conn.close()
+        listener.close()
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
+@pytest.mark.parametrize("read_timeout", [None, 5], ids=["no-read-timeout", "read-timeout-5"])
+def test_timeouts_write_timeout_when_the_server_neither_reads_nor_answers(
+    tls: bool, read_timeout: float | None
+) -> None:
+    """After a write timed out the exchange waits for an early answer (a 413) only as long as the
+    shorter of the two timeouts: the write timeout surfaces soon after it ran out, with or without a
+    read timeout. (call_timeout only keeps a regression from hanging the suite.)"""
+    with _server_that_stops_reading(tls) as (url, ca_path):
+        options: dict[str, Any] = {"write_timeout": 0.3, "read_timeout": read_timeout, "call_timeout": 15}
+        if ca_path is not None:
+            options["verify"] = ca_path
+        with make_fast_client(**options) as client:
+            started = time.monotonic()
+            with pytest.raises(fastnet.WriteTimeout) as info:
+                client.post(url, body=b"x" * (64 * 1024 * 1024))
+            elapsed = time.monotonic() - started
+            assert client.connection_pool.connection_count() == 0
+    assert elapsed < 3  # does not hang: not a whole read timeout more, nor forever
     _assert_located(info.value, url, "write")
 
 

@@ -21,6 +21,9 @@ cdef class TlsIo:
 
     cpdef set_timeout(self, double seconds)
     cpdef wait(self, int events, str operation)
+    # last, so units compiled against the earlier declarations keep their offsets
+    cdef public double write_timeout_ms
+    cpdef set_write_timeout(self, double seconds)
 
 
 cdef class RealConnection:

@@ -48,16 +48,17 @@ _POLLOUT = select.POLLOUT
 
 class TlsIo:
     """``sendall`` and ``recv_into`` for a non-blocking TLS socket (``ssl.SSLSocket`` over a kernel
-    socket), waiting in ``poll`` at most ``timeout`` seconds each time (0 or less: no limit); a wait that
-    runs out raises ``TimeoutError`` (``socket.timeout``), as a timed-out TLS socket would. See the
-    module's docstring."""
+    socket), waiting in ``poll`` at most the read or the write timeout each time (0 or less: no limit);
+    a wait that runs out raises ``TimeoutError`` (``socket.timeout``), as a timed-out TLS socket would.
+    See the module's docstring."""
 
-    __slots__ = ("sock", "poller", "timeout_ms", "sent")
+    __slots__ = ("sock", "poller", "timeout_ms", "sent", "write_timeout_ms")
 
     sock: Any
     poller: Any
-    timeout_ms: float  # poll's timeout; -1: none
+    timeout_ms: float  # poll's timeout for reads; -1: none
     sent: bool  # a write happened since the last read: the next read waits first
+    write_timeout_ms: float  # poll's timeout for writes; -1: none
 
     def __init__(self, sock: Any) -> None:
         sock.settimeout(0.0)
@@ -65,10 +66,15 @@ class TlsIo:
         self.poller = select.poll()
         self.poller.register(sock.fileno(), _POLLIN)
         self.timeout_ms = -1.0
+        self.write_timeout_ms = -1.0
         self.sent = False
 
     def set_timeout(self, seconds: float) -> None:
+        """The read timeout."""
         self.timeout_ms = seconds * 1000.0 if seconds > 0 else -1.0
+
+    def set_write_timeout(self, seconds: float) -> None:
+        self.write_timeout_ms = seconds * 1000.0 if seconds > 0 else -1.0
 
     def sendall(self, data: Any) -> None:
         sock = self.sock
@@ -108,13 +114,14 @@ class TlsIo:
     def wait(self, events: int, operation: str) -> None:
         """Wait until the socket is ready for ``events``; ``TimeoutError`` when the timeout runs out."""
         poller = self.poller
+        timeout_ms = self.write_timeout_ms if operation == "write" else self.timeout_ms
         if events == _POLLIN:
-            ready = poller.poll(self.timeout_ms)
+            ready = poller.poll(timeout_ms)
         else:
             fd = self.sock.fileno()
             poller.modify(fd, events)
             try:
-                ready = poller.poll(self.timeout_ms)
+                ready = poller.poll(timeout_ms)
             finally:
                 poller.modify(fd, _POLLIN)
         if not ready:
@@ -254,10 +261,13 @@ class RealConnection:
 
     def set_timeouts(self, read_timeout: float, write_timeout: float) -> None:
         tls_io = self.tls_io
-        if tls_io is not None:  # one timeout for TLS, reads and writes alike (the read timeout)
+        if tls_io is not None:  # TlsIo's own waits: a read and a write timeout, as a plain socket's
             if read_timeout != self.read_timeout:
                 tls_io.set_timeout(read_timeout)
                 self.read_timeout = read_timeout
+            if write_timeout != self.write_timeout:
+                tls_io.set_write_timeout(write_timeout)
+                self.write_timeout = write_timeout
             return
         sock = self.sock
         if self.is_tls or not isinstance(sock, _PLAIN_SOCKET):

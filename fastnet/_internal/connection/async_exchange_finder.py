@@ -4,12 +4,14 @@ Theory of operation
 -------------------
 The asyncio twin of ``exchange_finder`` (``_exchange_finder_py.py``, whose doc describes the rules),
 with the same semantics step by step: ``find_connection`` takes the connection the call holds for a
-same-address follow-up, else the pool's most recently used idle connection (probed only when it was
-idle longer than ``PROBE_IDLE_AFTER``), else, under ``max_connections_per_host``, waits for a slot in
-the ``AsyncConnectionPool`` (behind the calls already waiting for that host), else asks an
-``AsyncExchangeFinder``. The finder keeps the blocking finder's attributes, route order, retry rule,
-events, connector bookkeeping, errors and messages (``connect_failure``, ``dialed`` and the TLS, SOCKS and
-CONNECT steps are shared with the blocking code, not copied). What is asynchronous:
+same-address follow-up, else the pool's most recently used idle connection (never one whose transport
+reported the peer's close: the loop read the FIN while the connection was idle, so the check costs no
+system call; stray bytes are looked for when it was idle ``PROBE_IDLE_AFTER`` or longer), else, under
+``max_connections_per_host``, waits for a slot in the ``AsyncConnectionPool`` (behind the calls already
+waiting for that host), else asks an ``AsyncExchangeFinder``. The finder keeps the blocking finder's
+attributes, route order, retry rule, events, connector bookkeeping, errors and messages
+(``connect_failure``, ``dialed`` and the TLS, SOCKS and CONNECT steps are shared with the blocking code,
+not copied). What is asynchronous:
 
 * name resolution is awaited (``fastnet.dns.alookup``) between the route selector's ``next_target`` and
   ``routes_for``, with the ``dns_start``/``dns_end`` events the blocking selector sends;
@@ -107,9 +109,13 @@ async def find_connection(
                 if await pool.wait_for_slot_async(address, deadline, ticket):
                     continue  # a call released a connection to this address while we waited
             break
-        if conn.loop is loop and (now - conn.idle_at < PROBE_IDLE_AFTER or conn.is_healthy()):  # type: ignore[attr-defined]
+        if (
+            conn.loop is loop  # type: ignore[attr-defined]
+            and not conn.eof  # type: ignore[attr-defined]
+            and (now - conn.idle_at < PROBE_IDLE_AFTER or conn.is_healthy())
+        ):
             break
-        pool.release(conn, False)  # stale, or made on another event loop
+        pool.release(conn, False)  # closed by the peer while idle (a new one, not a retry), or another loop's
         if limited:
             deadline = slot_deadline(user, connect_timeout)  # a new wait, as the blocking finder's
     if conn is None:

@@ -253,8 +253,10 @@ class AsyncRealConnection(RealConnection):
         self.write_timeout = write_timeout
 
     def is_healthy(self) -> bool:
-        """False when the peer closed, or sent bytes, while the connection was idle."""
-        return not (self.closed or self.eof or self.arrived or self.parser.take_buffered())
+        """False when the peer closed, or sent bytes, while the connection was idle. (Stray bytes are in
+        the parser: ``arrived`` also counts bytes of the last response that were parsed without a
+        ``fill()``, which says nothing about the connection.)"""
+        return not (self.closed or self.eof or self.parser.take_buffered())
 
     def close(self) -> None:
         """Close now (no graceful flush: a connection closed here is not coming back). Safe from any

@@ -43,3 +43,5 @@ cdef class ResponseParser:
     cpdef object read_body(self)
     cdef object _read_chunked(self)
     cdef int _trailers(self, const char* base, Py_ssize_t end) except -1
+    # last, so units compiled against the earlier declarations keep their vtable offsets
+    cdef list _header_block_unfolded(self, const char* p, Py_ssize_t n, HeadInfo* info)

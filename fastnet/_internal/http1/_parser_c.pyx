@@ -13,6 +13,11 @@ accept/reject decision mirror the pure twin (h11 plus the stricter checks listed
 Line endings: ``CRLF`` and bare ``LF`` are both accepted in the head and in trailers (as h11 does; a lone
 ``CR`` inside a line is rejected). Chunk-size lines must end in ``CRLF`` and chunk data must be followed
 by ``CRLF`` (as h11 requires).
+
+Obsolete line folding (a header or trailer line starting with SP or HTAB) is unfolded as RFC 9112 §5.2
+asks of a user agent and as h11 does: the fold becomes one SP in the previous field's value; the unfolded
+line counts against ``max_line_size``, the received block against ``max_header_size``; a fold before the
+first field line is a ``ProtocolError``.
 """
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
@@ -286,8 +291,6 @@ cdef class ResponseParser:
         if n > self._max_line:
             raise self._fail(f"response header line longer than {self._max_line} bytes: "
                              + self._quote_at(p, n))
-        if n > 0 and (p[0] == b' ' or p[0] == b'\t'):
-            raise self._fail("Obsolete line folding is not supported: " + self._quote_at(p, n))
         colon = <const char*>memchr(p, b':', n)
         if colon == NULL:
             raise self._fail("Invalid header line: " + self._quote_at(p, n))
@@ -379,11 +382,49 @@ cdef class ResponseParser:
         return 0
 
     cdef list _header_block(self, const char* p, Py_ssize_t n, HeadInfo* info):
-        """Parse the header lines of ``p[:n]`` (the block after the first line, blank line excluded)."""
+        """Parse the header lines of ``p[:n]`` (the block after the first line, blank line excluded).
+
+        ``p[n]`` must be readable (it is the LF that ended the last line). A line followed by one that
+        starts with SP or HTAB is the start of an obs-fold (RFC 9112 §5.2): the whole block is then parsed
+        again from an unfolded copy (:meth:`_header_block_unfolded`) before that line is looked at, so a
+        block without a fold pays one byte test per line.
+        """
         cdef list headers = []
+        cdef const char* block = p
         cdef const char* end = p + n
         cdef const char* nl
         cdef Py_ssize_t ln
+        if n > 0 and (p[0] == b' ' or p[0] == b'\t'):
+            nl = <const char*>memchr(p, b'\n', n)
+            ln = (nl - p) if nl != NULL else n
+            if ln > 0 and p[ln - 1] == b'\r':
+                ln -= 1
+            raise self._fail("Obsolete line folding before the first field line: " + self._quote_at(p, ln))
+        while p < end:
+            nl = <const char*>memchr(p, b'\n', end - p)
+            if nl == NULL:
+                nl = end
+            elif nl[1] == b' ' or nl[1] == b'\t':
+                return self._header_block_unfolded(block, n, info)
+            ln = nl - p
+            if ln > 0 and p[ln - 1] == b'\r':
+                ln -= 1
+            self._header_line(p, ln, headers, info)
+            p = nl + 1
+        return headers
+
+    cdef list _header_block_unfolded(self, const char* p, Py_ssize_t n, HeadInfo* info):
+        """The block ``p[:n]`` (its first line is not a fold) parsed as if unfolded, from the start.
+
+        As h11 (and RFC 9112 §5.2): each fold line's terminator and leading SP/HTAB become one SP, appended
+        to the line before it. The unfolded field lines then go through the ordinary checks,
+        ``max_line_size`` included (the block limit was checked on the received bytes). What the first
+        pass saw before the fold is forgotten.
+        """
+        cdef const char* end = p + n
+        cdef const char* nl
+        cdef Py_ssize_t ln
+        cdef bytearray out = bytearray()
         while p < end:
             nl = <const char*>memchr(p, b'\n', end - p)
             if nl == NULL:
@@ -391,9 +432,26 @@ cdef class ResponseParser:
             ln = nl - p
             if ln > 0 and p[ln - 1] == b'\r':
                 ln -= 1
-            self._header_line(p, ln, headers, info)
+            if p[0] == b' ' or p[0] == b'\t':
+                while ln > 0 and (p[0] == b' ' or p[0] == b'\t'):
+                    p += 1
+                    ln -= 1
+                del out[len(out) - 2:]
+                out += b" "  # the previous line's terminator and this one's indent become one SP
+            out += PyBytes_FromStringAndSize(p, ln)
+            out += b"\r\n"
             p = nl + 1
-        return headers
+        # Every line of ``out`` ends in CRLF and none starts with SP/HTAB; the last LF is passed as the
+        # readable p[n]. ``out`` outlives the call, so info.cl_ptr may point into it meanwhile.
+        info.has_cl = 0
+        info.cl_ptr = NULL
+        info.cl_len = 0
+        info.cl_value = -1
+        info.has_te = 0
+        info.conn_close = 0
+        info.conn_keep_alive = 0
+        self._ce = EMPTY
+        return self._header_block(PyByteArray_AS_STRING(out), len(out) - 1, info)
 
     cpdef object read_head(self, bint head_request=False):
         """Parse the next response head; ``None`` if more bytes are needed. See the module docs."""

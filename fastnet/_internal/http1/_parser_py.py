@@ -22,9 +22,9 @@ without h11's connection state machine, which cost ~30 µs per response. Once th
   goes to the slow path.
 
 The slow path (also used for trailers and heads longer than ``max_line_size``) checks the lines in
-h11's order (our line-length and obs-fold rules, then h11's ``header_field`` regex on each line, then
-h11's Content-Length and Transfer-Encoding rules from ``h11._headers.normalize_and_validate``) and
-raises the first error with the offending line quoted. Bodies are sliced out of the buffer:
+h11's order (obs-fold unfolding, our line-length rule, then h11's ``header_field`` regex on each line,
+then h11's Content-Length and Transfer-Encoding rules from ``h11._headers.normalize_and_validate``)
+and raises the first error with the offending line quoted. Bodies are sliced out of the buffer:
 Content-Length and until-close bodies by count, chunked bodies with h11's ``chunk_header`` regex
 matched in place on each size line.
 
@@ -32,14 +32,20 @@ Header names and values are returned as received (h11 lowercases names, drops re
 headers and lowercases Transfer-Encoding; we keep what was received).
 
 Stricter than h11 (also in the compiled twin; see ``DELIBERATE_DIFFERENCES`` in the test corpus):
-HTTP versions other than 1.0/1.1, obs-fold continuation lines, both Content-Length and
-Transfer-Encoding, a 204 with Content-Length > 0, Content-Length or chunk sizes of 2**63 or more, a
-header block (or trailer block) over ``max_header_size`` bytes, any line over ``max_line_size`` bytes.
+HTTP versions other than 1.0/1.1, both Content-Length and Transfer-Encoding, a 204 with
+Content-Length > 0, Content-Length or chunk sizes of 2**63 or more, a header block (or trailer block)
+over ``max_header_size`` bytes, any line over ``max_line_size`` bytes.
 Differs on purpose: an HTTP/1.0 response with ``Connection: keep-alive`` keeps the connection.
 
 Line endings: ``CRLF`` and bare ``LF`` are both accepted in the head and in trailers (as h11 does; a lone
 ``CR`` inside a line is rejected). Chunk-size lines must end in ``CRLF`` and chunk data must be followed
 by ``CRLF`` (as h11 requires).
+
+Obsolete line folding (a header or trailer line starting with SP or HTAB) is unfolded as RFC 9112 §5.2
+asks of a user agent and as h11 does: the fold becomes one SP in the previous field's value; the unfolded
+line counts against ``max_line_size``, the received block against ``max_header_size``; a fold before the
+first field line is a :class:`ProtocolError`. A fold sends a head to the slow path (its line matches no
+field line).
 
 EOF (``feed(b"")``): before any byte of a head → :class:`ConnectionClosedError`; inside a head or a
 length/chunked body → :class:`ProtocolError` ("unexpected end of stream ..."); ends an until-close body.
@@ -142,16 +148,26 @@ class _Fields:
 def _parse_fields(block: str, what: str, max_line: int) -> _Fields:
     """Parse header lines one by one (``block``: the lines, last terminator excluded); raise the first error.
 
-    The checks come in h11's order, each over all lines before the next: line length and obs-fold (our
-    stricter rules, checked before h11 would unfold), h11's ``header_field``, then the framing rules of
+    The checks come in h11's order, each over all lines before the next: obs-fold lines are joined to the
+    line before them (h11's ``_obsolete_line_fold``; one before any field line is an error), then line
+    length (our stricter rule, on the unfolded lines), h11's ``header_field``, then the framing rules of
     ``h11._headers.normalize_and_validate`` for Content-Length and Transfer-Encoding.
     """
     lines = [line[:-1] if line.endswith("\r") else line for line in block.split("\n")]
+    if lines[0][:1] in (" ", "\t"):
+        raise ProtocolError(f"Obsolete line folding before the first field line: {_quote(lines[0])}")
+    if "\n " in block or "\n\t" in block:
+        # obs-fold (RFC 9112 §5.2), unfolded as h11 does: the fold becomes one SP in the line before it
+        unfolded: list[str] = []
+        for line in lines:
+            if line[:1] in (" ", "\t"):
+                unfolded[-1] = unfolded[-1] + " " + line.lstrip(" \t")
+            else:
+                unfolded.append(line)
+        lines = unfolded
     for line in lines:
         if len(line) > max_line:
             raise ProtocolError(f"response {what} line longer than {max_line} bytes: {_quote(line)}")
-        if line[:1] in (" ", "\t"):
-            raise ProtocolError(f"Obsolete line folding is not supported: {_quote(line)}")
     matches = []
     for line in lines:
         field = _FIELD_LINE.fullmatch(line)

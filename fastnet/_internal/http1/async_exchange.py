@@ -34,7 +34,8 @@ Bounds, whatever a peer declares or compresses:
 The request is written exactly as its framing headers say (``codec.request_framing``): a body of
 unknown length with a ``Content-Length`` goes out unframed and must have exactly that many bytes. When
 writing fails, the exchange still tries to read a response: a server that answers early (a 413) and
-closes gives a response, not a write error.
+closes gives a response, not a write error. That wait is bounded by the shorter of the read and write
+timeouts, so a server that neither reads nor answers gives the write's error (``WriteTimeout``).
 
 The exchange reports to its ``ConnectionUser`` (the call): events as they happen, ``exchange_done``
 when the body ended (or was abandoned), ``body_failed`` when it could not be read (or reading it was
@@ -227,10 +228,27 @@ class AsyncExchange(ResponseBodySource):
             events.request_body_end(user, total)
 
     async def _answer_after_failed_write(self) -> Head | None:
-        """A response the server sent before it stopped reading (a 413, say), or None."""
-        self.connection.no_new_exchanges = True
+        """A response the server sent before it stopped reading (a 413, say), or None.
+
+        The wait is the shorter of the read and the write timeout (whichever is set): a server that
+        neither reads nor answers ends the call with the write's error soon after the write timed out,
+        not after a whole read timeout more, nor never when there is no read timeout. A head that does
+        arrive is read on; its body under the read timeout again."""
+        conn = self.connection
+        conn.no_new_exchanges = True
+        read_timeout = conn.read_timeout
+        write_timeout = conn.write_timeout
+        grace = read_timeout
+        if write_timeout > 0 and (read_timeout <= 0 or write_timeout < read_timeout):
+            grace = write_timeout
         try:
-            return await self.read_head(self.head_request)
+            if grace != read_timeout:
+                conn.set_timeouts(grace, write_timeout)
+            try:
+                return await self.read_head(self.head_request)
+            finally:
+                if grace != read_timeout:
+                    conn.set_timeouts(read_timeout, write_timeout)
         except (NetworkError, OSError):
             return None
 

@@ -209,7 +209,8 @@ def test_pool_peer_closed_while_idle_is_detected(server: MockServer) -> None:
 
 
 def test_pool_stale_connection_retried_on_fresh_one(server: MockServer) -> None:
-    # reused before the probe threshold: the stale socket fails and the call is retried once
+    # reused 50 ms later: the probe before reuse sees the close (or, were the FIN late, the stale socket
+    # fails and the call is retried once); either way the second request goes out on a new connection
     server.enqueue(
         MockResponse(200, body=b"1", policy=SocketPolicy.CLOSE_AFTER_RESPONSE), MockResponse(200, body=b"2")
     )

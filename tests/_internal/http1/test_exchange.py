@@ -67,8 +67,20 @@ def test_bad_header_line_without_colon(server: MockServer, impatient_client: fas
     _expect_error_then_fresh_connection(server, impatient_client, raw, fastnet.ProtocolError, "NoColonHere")
 
 
-def test_bad_obs_fold(server: MockServer, impatient_client: fastnet.Client) -> None:
-    raw = b"HTTP/1.1 200 OK\r\nX-Long: a\r\n  folded\r\nContent-Length: 0\r\n\r\n"
+def test_obs_fold_is_unfolded(server: MockServer, impatient_client: fastnet.Client) -> None:
+    """RFC 9112 §5.2: a user agent replaces each obs-fold with SP before using the value (as h11)."""
+    raw = b"HTTP/1.1 200 OK\r\nX-Long: a\r\n  folded\r\n\tline\r\nContent-Length: 2\r\n\r\nhi"
+    server.enqueue(MockResponse(raw=raw), MockResponse(200, body=b"good"))
+    response = impatient_client.get(server.url("/folded"))
+    assert response.headers["X-Long"] == "a folded line"
+    assert response.content == b"hi"
+    assert impatient_client.get(server.url("/next")).content == b"good"  # the connection was kept
+    first, second = server.take_request(), server.take_request()
+    assert first.connection_index == second.connection_index
+
+
+def test_bad_obs_fold_before_the_first_header(server: MockServer, impatient_client: fastnet.Client) -> None:
+    raw = b"HTTP/1.1 200 OK\r\n  folded\r\nContent-Length: 0\r\n\r\n"
     _expect_error_then_fresh_connection(server, impatient_client, raw, fastnet.ProtocolError, "folded|fold")
 
 

@@ -592,7 +592,11 @@ def test_parser_eof_mid_head_and_body(Parser: Any) -> None:
         (b"HTPP/1.1 200 OK\r\n\r\n", "Unexpected status line: 'HTPP/1.1 200 OK'"),
         (b"HTTP/1.1 200 OK\r\nNo colon here\r\n\r\n", "Invalid header line: 'No colon here'"),
         (b"HTTP/1.1 200 OK\r\nName : v\r\n\r\n", "Invalid header line: 'Name : v'"),
-        (b"HTTP/1.1 200 OK\r\nA: b\r\n folded\r\n\r\n", "Obsolete line folding is not supported: ' folded'"),
+        (
+            b"HTTP/1.1 200 OK\r\n folded\r\nA: b\r\n\r\n",
+            "Obsolete line folding before the first field line: ' folded'",
+        ),
+        (b"HTTP/1.1 200 OK\r\nA: b\r\n \x00\r\n\r\n", "Invalid header line: 'A: b \\x00'"),
         (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "Invalid Content-Length: 'Content-Length: -1'"),
         (
             b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
