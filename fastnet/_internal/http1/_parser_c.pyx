@@ -115,6 +115,17 @@ cdef inline bint _is_ows(char c) noexcept:
     return c == b' ' or c == b'\t'
 
 
+cdef inline void _clear(HeadInfo* info) noexcept:
+    """What a header block has not shown yet: no Content-Length, Transfer-Encoding or Connection."""
+    info.has_cl = 0
+    info.cl_ptr = NULL
+    info.cl_len = 0
+    info.cl_value = -1
+    info.has_te = 0
+    info.conn_close = 0
+    info.conn_keep_alive = 0
+
+
 cdef class ResponseParser:
     """Incremental HTTP/1.1 response parser: feed bytes, read heads and decoded bodies.
 
@@ -443,13 +454,7 @@ cdef class ResponseParser:
             p = nl + 1
         # Every line of ``out`` ends in CRLF and none starts with SP/HTAB; the last LF is passed as the
         # readable p[n]. ``out`` outlives the call, so info.cl_ptr may point into it meanwhile.
-        info.has_cl = 0
-        info.cl_ptr = NULL
-        info.cl_len = 0
-        info.cl_value = -1
-        info.has_te = 0
-        info.conn_close = 0
-        info.conn_keep_alive = 0
+        _clear(info)
         self._ce = EMPTY
         return self._header_block(PyByteArray_AS_STRING(out), len(out) - 1, info)
 
@@ -514,13 +519,7 @@ cdef class ResponseParser:
         else:
             reason = PyUnicode_DecodeLatin1(base + 13, ln - 13, NULL)
         # header block: from after the status line to before the blank line
-        info.has_cl = 0
-        info.cl_ptr = NULL
-        info.cl_len = 0
-        info.cl_value = -1
-        info.has_te = 0
-        info.conn_close = 0
-        info.conn_keep_alive = 0
+        _clear(&info)
         # strip the terminating blank line ("\n" or "\r\n") and the LF ending the last header line
         i = nl - base + 1                 # first header byte
         ln = end - i                      # header bytes incl. last LF and blank line
@@ -718,13 +717,7 @@ cdef class ResponseParser:
     cdef int _trailers(self, const char* base, Py_ssize_t end) except -1:
         cdef HeadInfo info
         cdef Py_ssize_t ln = end
-        info.has_cl = 0
-        info.cl_ptr = NULL
-        info.cl_len = 0
-        info.cl_value = -1
-        info.has_te = 0
-        info.conn_close = 0
-        info.conn_keep_alive = 0
+        _clear(&info)
         if base[end - 2] == b'\r':
             ln -= 2
         else:
