@@ -18,7 +18,7 @@ class Field(enum.StrEnum):
     TRACE = "X-Trace"
 
 
-class OldField(str, enum.Enum):  # str() and format() give "OldField.KEY", not its characters
+class OldField(str, enum.Enum):  # noqa: UP042 - str() and format() give "OldField.KEY", not its characters
     KEY = "X-Key"
 
 

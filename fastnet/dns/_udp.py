@@ -269,7 +269,7 @@ class UdpDns:
             return f"timed out after {self.timeout:g} s"
         try:
             return await asyncio.wait_for(self._tcp_query(loop, query), remaining)
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             if getattr(exc, "errno", None) is None:  # the deadline, not a connect that timed out
                 return f"timed out over TCP after {self.timeout:g} s"
             return f"TCP to {self._where()} failed: {_strerror(exc)}"
