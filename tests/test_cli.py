@@ -508,6 +508,30 @@ def test_a_reader_that_goes_away_ends_every_command_quietly(server: MockServer) 
         assert result.stderr in ("", "fastnet: (23) write error: Broken pipe\n"), result.stderr
 
 
+def test_a_process_started_without_a_standard_stream_ends_without_a_traceback(server: MockServer) -> None:
+    # ``fastnet get >&-``: Python leaves sys.stdout None; a missing stdout is a reader gone away, a
+    # missing stdin reads as the closed descriptor it is (curl's read error for -d @-)
+    server.default_response = MockResponse(200, body=b"x" * 1000)
+    READ_ERROR = "fastnet: (26) cannot read -: Bad file descriptor\n"  # noqa: N806
+    for args, closing, code, stderr in (
+        (("--version",), ">&-", 141, ""),
+        (("get", server.url("/")), ">&-", 23, "fastnet: (23) write error: Broken pipe\n"),
+        (("get", "-d", "@-", server.url("/")), "<&-", 26, READ_ERROR),
+    ):
+        result = subprocess.run(
+            ["sh", "-c", f'exec "$0" -m fastnet "$@" {closing}', sys.executable, *args],
+            stdout=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=30,
+            env=_env(),
+            cwd=str(ROOT),
+        )
+        assert result.returncode == code, (args, result.stderr)
+        assert result.stderr == stderr, (args, result.stderr)
+
+
 def test_ctrl_c_exits_130_without_a_traceback(server: MockServer) -> None:
     server.default_response = MockResponse(policy=SocketPolicy.NO_RESPONSE)
     process = subprocess.Popen(

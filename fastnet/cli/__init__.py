@@ -8,13 +8,16 @@ Whatever the command, a reader that goes away (``fastnet --version | head -1``) 
 Python's documentation advises for ``BrokenPipeError``: stdout and stderr are pointed at ``/dev/null`` so
 that nothing more is written or flushed there, and the exit status is the command's (``fastnet get``'s
 write error, 23) or else 141, a shell's status for a process ended by ``SIGPIPE``. Ctrl-C ends a command
-with 130 and no traceback.
+with 130 and no traceback. A standard stream the process was started without (``fastnet get >&-``, where
+Python leaves ``sys.stdout`` None) gets a stand-in: writing to it is such a reader gone away, and reading
+from it fails as the closed descriptor would (``-d @-`` with no stdin: curl's read error, 26).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib.metadata
 import io
 import os
@@ -56,9 +59,34 @@ def version_text() -> str:
     )
 
 
+class _MissingStream(io.RawIOBase):
+    """The stand-in for a standard stream the process was started without."""
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: object) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def write(self, data: object) -> int:
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
+def _stand_in_for_missing_streams() -> None:
+    if sys.stdin is None:
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(_MissingStream()))
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:  # unbuffered: a write fails at once, nothing is left for the exit
+            setattr(sys, name, io.TextIOWrapper(_MissingStream(), write_through=True))
+
+
 def main(argv: list[str] | None = None) -> int:
     """``fastnet`` with ``argv`` (the process's arguments by default); returns the exit status."""
     code = 0
+    _stand_in_for_missing_streams()
     try:
         code = _command(argv)
         sys.stdout.flush()  # what is still buffered: a reader that went away shows here
