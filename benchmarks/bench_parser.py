@@ -101,8 +101,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     rounds, inner = (5, 200) if args.quick else (21, 2000)
     parsers = {
-        "fastnet compiled": _fastnet("fastnet._internal.http1._parser_c"),
-        "fastnet pure (h11)": _fastnet("fastnet._internal.http1._parser_py"),
+        "fastnet compiled": _fastnet("fastnet._internal.http1.parser"),
+        "fastnet pure (h11)": _fastnet("fastnet._internal.http1.parser"),
         "h11": _h11(),
         "httptools": _httptools(),
     }

@@ -25,7 +25,7 @@ from fastnet._internal import _route_selector_py  # noqa: E402
 from fastnet.proxy import Proxy  # noqa: E402
 
 try:
-    from fastnet._internal import _route_selector_c
+    from fastnet._internal.connection import route_selector as _route_selector_c
 except ImportError:
     _route_selector_c = None
 

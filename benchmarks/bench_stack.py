@@ -29,7 +29,7 @@ import time
 import fastnet
 
 try:
-    from fastnet._internal.connection.real_connection import RealConnection
+    from fastnet._internal._sync.real_connection import RealConnection
 except ImportError:  # a checkout from before the per-concept split (--compare-with)
     from fastnet._internal.core import RealConnection  # type: ignore[no-redef]
 
@@ -99,7 +99,7 @@ def _asyncio_loop(url: str, response: bytes, n: int, rounds: int) -> list[float]
     """``n`` awaited GETs per round over a canned transport; µs per request of each round."""
     import asyncio
 
-    from fastnet._internal.connection.async_real_connection import new_async_connection
+    from fastnet._internal._async.real_connection import new_async_connection
 
     async def run() -> list[float]:
         client = fastnet.AsyncClient()

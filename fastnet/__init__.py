@@ -66,11 +66,16 @@ def __getattr__(name: str) -> Any:
         from fastnet import async_client
 
         return getattr(async_client, name)
+    if name == "compiled":
+        global compiled
+        compiled = not _compat.NO_EXTENSIONS and all(map(_compat.is_compiled, _compat.compiled_units()))
+        return compiled
     raise AttributeError(f"module 'fastnet' has no attribute {name!r}")
 
 
-#: True when every accelerated unit loaded its compiled twin.
-compiled: bool = bool(_compat.loaded_compiled) and not _compat.missing_compiled and not _compat.NO_EXTENSIONS
+if TYPE_CHECKING:
+    #: True when every compiled unit runs compiled (worked out, importing each, on first use).
+    compiled: bool
 
 __all__ = [
     "Address",

@@ -28,24 +28,24 @@ import inspect
 from collections.abc import AsyncIterable, AsyncIterator, Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
-from fastnet._factory import RequestFactory
-from fastnet._internal.async_bridge import AsyncBridgeInterceptor
-from fastnet._internal.async_call_server import AsyncCallServerInterceptor
-from fastnet._internal.async_chain import AsyncFunctionInterceptor, AsyncInternalInterceptor
-from fastnet._internal.async_connect import AsyncConnectInterceptor
-from fastnet._internal.async_map_calls import async_map_calls
-from fastnet._internal.async_real_call import AsyncRealCall, new_async_call
-from fastnet._internal.async_real_call import get as _get
-from fastnet._internal.async_real_call import request as _request
-from fastnet._internal.async_retry_follow_up import AsyncRetryAndFollowUpInterceptor
+from fastnet._internal._async.bridge import AsyncBridgeInterceptor
+from fastnet._internal._async.call_server import AsyncCallServerInterceptor
+from fastnet._internal._async.chain import AsyncFunctionInterceptor, AsyncInternalInterceptor
+from fastnet._internal._async.connect import AsyncConnectInterceptor
+from fastnet._internal._async.map_calls import async_map_calls
+from fastnet._internal._async.real_call import AsyncRealCall, new_async_call
+from fastnet._internal._async.real_call import get as _get
+from fastnet._internal._async.real_call import request as _request
+from fastnet._internal._async.retry_follow_up import AsyncRetryAndFollowUpInterceptor
+from fastnet._internal.call.factory import RequestFactory
 from fastnet.client import BaseUrlDefaultHeadersInterceptor, ClientBase, DefaultHeadersInterceptor
 from fastnet.request import Request
 from fastnet.timeout import USE_CLIENT_DEFAULT
 
 if TYPE_CHECKING:
-    from fastnet._internal.client_core import ClientCore
+    from fastnet._internal._sync.map_calls import MapItem
+    from fastnet._internal.call.client_core import ClientCore
     from fastnet._internal.connection.connector import Connector
-    from fastnet._internal.map_calls import MapItem
     from fastnet.connection_pool import ConnectionPool
     from fastnet.dispatcher import Dispatcher
     from fastnet.headers import HeadersLike

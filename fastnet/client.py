@@ -22,21 +22,21 @@ import ssl
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, NamedTuple, ParamSpec, Self, TypeVar, overload
 
-from fastnet._factory import RequestFactory
-from fastnet._internal.bridge import BridgeInterceptor
-from fastnet._internal.call_server import CallServerInterceptor
-from fastnet._internal.chain import FunctionInterceptor
-from fastnet._internal.client_core import MAX_BODY_SIZE, MAX_FOLLOW_UPS, ClientCore
-from fastnet._internal.connect import ConnectInterceptor
+from fastnet._internal._sync.bridge import BridgeInterceptor
+from fastnet._internal._sync.call_server import CallServerInterceptor
+from fastnet._internal._sync.chain import FunctionInterceptor
+from fastnet._internal._sync.connect import ConnectInterceptor
+from fastnet._internal._sync.map_calls import MapItem, map_calls
+from fastnet._internal._sync.real_call import RealCall
+from fastnet._internal._sync.real_call import get as _get
+from fastnet._internal._sync.real_call import request as _request
+from fastnet._internal._sync.retry_follow_up import RetryAndFollowUpInterceptor, strip_for_new_origin
+from fastnet._internal.call.client_core import MAX_BODY_SIZE, MAX_FOLLOW_UPS, ClientCore
+from fastnet._internal.call.factory import RequestFactory
 from fastnet._internal.connection.connector import Connector
+from fastnet._internal.connection.route_database import RouteDatabase
 from fastnet._internal.connection.tls import client_ssl_context
-from fastnet._internal.map_calls import MapItem, map_calls
-from fastnet._internal.real_call import RealCall
-from fastnet._internal.real_call import get as _get
-from fastnet._internal.real_call import request as _request
-from fastnet._internal.retry_follow_up import RetryAndFollowUpInterceptor, strip_for_new_origin
-from fastnet._internal.route_database import RouteDatabase
-from fastnet._internal.timeouts import timeout_seconds
+from fastnet._internal.util.timeouts import timeout_seconds
 from fastnet.connection_pool import ConnectionPool
 from fastnet.cookies import NO_COOKIES
 from fastnet.dispatcher import Dispatcher

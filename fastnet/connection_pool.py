@@ -21,10 +21,10 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from fastnet._internal.connection.pool import RealConnectionPool
+from fastnet._internal._sync.pool import RealConnectionPool
 
 if TYPE_CHECKING:
-    from fastnet._internal.connection.async_pool import AsyncConnectionPool
+    from fastnet._internal._async.pool import AsyncConnectionPool
 
 __all__ = ["DEFAULT_MAX_IDLE", "ConnectionPool"]
 
@@ -70,7 +70,7 @@ class ConnectionPool:
         """The asyncio half, made when the first ``AsyncClient`` uses this pool."""
         with self._users_lock:
             if self._async is None:
-                from fastnet._internal.connection.async_pool import AsyncConnectionPool
+                from fastnet._internal._async.pool import AsyncConnectionPool
 
                 self._async = AsyncConnectionPool(
                     self.max_idle_connections, self.keep_alive, self.max_connections_per_host or 0

@@ -54,12 +54,12 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future, InvalidStateError
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fastnet._internal.clock import monotonic
+from fastnet._internal.util.clock import monotonic
 from fastnet.exceptions import CanceledError
 
 if TYPE_CHECKING:
-    from fastnet._internal.client_core import ClientCore
-    from fastnet._internal.real_call import RealCall
+    from fastnet._internal._sync.real_call import RealCall
+    from fastnet._internal.call.client_core import ClientCore
     from fastnet.response import Response
 
 __all__ = ["Callback", "Dispatcher"]

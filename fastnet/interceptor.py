@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from fastnet._internal.connection.real_connection import RealConnection
-    from fastnet._internal.real_call import RealCall
+    from fastnet._internal._sync.real_call import RealCall
+    from fastnet._internal._sync.real_connection import RealConnection
     from fastnet.request import Request
     from fastnet.response import Response
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Final, TypeAlias
 
-from fastnet._internal.timeouts import timeout_seconds
+from fastnet._internal.util.timeouts import timeout_seconds
 
 __all__ = ["USE_CLIENT_DEFAULT", "Timeout", "TimeoutTypes", "UseClientDefault", "as_timeout"]
 

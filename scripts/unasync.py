@@ -10,25 +10,23 @@ blocking module the compiled build is made from:
 
 Two kinds of generation:
 
-* whole files, ``FILES`` below: ``fastnet/_internal/http1/async_exchange.py`` becomes
-  ``fastnet/_internal/http1/_exchange_py.py``, and so on;
+* whole files, ``FILES`` below: ``fastnet/_internal/_async/exchange.py`` becomes
+  ``fastnet/_internal/_sync/exchange.py``, and so on;
 * blocks inside one file, for a class that offers both forms of one method (``Response.aread`` and
   ``Response.read``): the lines between ``# unasync: begin`` and ``# unasync: end`` are the source, and
   the lines between the ``# unasync: generated`` and ``# unasync: generated end`` markers that follow
   are rewritten from them.
 
-The rewriting is textual, as httpcore's unasync is: ``async def`` → ``def``, ``await x`` → ``x``,
-``async for``/``async with`` → ``for``/``with``, ``AsyncName`` → ``Name``, ``async_module`` → ``module``,
-``new_async_x`` → ``new_x``, ``Awaitable[T]`` → ``T`` (and its import), and the method names in
-``NAMES``. Markers let a source say what only one side has: a line ending in ``# async-only`` is
-dropped, and so is every line between ``# unasync: skip`` and ``# unasync: skip end``; a comment line
-``# sync-only: <code>`` becomes ``<code>``.
-In docstrings, a paragraph opened by a ``.. async-only`` line is dropped, one opened by ``.. sync-only``
-is kept as written (it speaks of the generated file), each closed by ``.. end``; the marker lines are RST
-comments, so they do not show in rendered docs.
-The result's imports are sorted and it is formatted with ruff (renamed modules sort elsewhere, and
-lines that lost an ``await`` may now fit on one line).
-"""
+The rewriting is textual, as httpcore's unasync is: ``async def`` → ``def``, ``await x`` → ``x``, ``async
+for``/``async with`` → ``for``/``with``, ``AsyncName`` → ``Name``, ``fastnet._internal._async`` →
+``fastnet._internal._sync``, ``async_module`` → ``module``, ``new_async_x`` → ``new_x``, ``Awaitable[T]`` →
+``T`` (and its import), and the method names in ``NAMES``. Markers let a source say what only one side has: a
+line ending in ``# async-only`` is dropped, and so is every line between ``# unasync: skip`` and ``# unasync:
+skip end``; a comment line ``# sync-only: <code>`` becomes ``<code>``. In docstrings, a paragraph opened by a
+``.. async-only`` line is dropped, one opened by ``.. sync-only`` is kept as written (it speaks of the
+generated file), each closed by ``.. end``; the marker lines are RST comments, so they do not show in rendered
+docs. The result's imports are sorted and it is formatted with ruff (renamed modules sort elsewhere, and lines
+that lost an ``await`` may now fit on one line). """
 
 from __future__ import annotations
 
@@ -40,18 +38,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+ENGINE = "fastnet/_internal"
+
+#: The engine modules generated whole: ``_async/x.py`` (the source) becomes ``_sync/x.py``.
+MODULES = ("bridge", "call_server", "chain", "connect", "exchange", "retry_follow_up")
+
 #: asyncio source → generated blocking module.
-FILES = {
-    "fastnet/_internal/http1/async_exchange.py": "fastnet/_internal/http1/_exchange_py.py",
-    "fastnet/_internal/async_chain.py": "fastnet/_internal/_chain_py.py",
-    "fastnet/_internal/async_call_server.py": "fastnet/_internal/_call_server_py.py",
-    "fastnet/_internal/async_connect.py": "fastnet/_internal/_connect_py.py",
-    "fastnet/_internal/async_bridge.py": "fastnet/_internal/_bridge_py.py",
-    "fastnet/_internal/async_retry_follow_up.py": "fastnet/_internal/_retry_follow_up_py.py",
-}
+FILES = {f"{ENGINE}/_async/{name}.py": f"{ENGINE}/_sync/{name}.py" for name in MODULES}
 
 #: Files holding ``# unasync: begin`` blocks.
-BLOCK_FILES = ("fastnet/_response_py.py", "fastnet/retry.py")
+BLOCK_FILES = ("fastnet/response.py", "fastnet/retry.py")
 
 #: Names that differ by more than an ``Async``/``async_`` prefix.
 NAMES = {
@@ -81,6 +77,7 @@ _NAME = re.compile(r"\b(" + "|".join(sorted(map(re.escape, NAMES), key=len, reve
 _ASYNC_CLASS = re.compile(r"\bAsync(?=[A-Z])")
 _ASYNC_MODULE = re.compile(r"\basync_(?=[a-z])")
 _INNER_ASYNC = re.compile(r"_async_(?=[a-z])")
+_ASYNC_PACKAGE = re.compile(r"\bfastnet\._internal\._async\b")
 _KEYWORDS = re.compile(r"\basync (def|for|with) ")
 _AWAIT = re.compile(r"\bawait ")
 _AWAITABLE = re.compile(r"\bAwaitable\[(\w+)\]")
@@ -123,6 +120,7 @@ def unasync_lines(lines: list[str]) -> list[str]:
         line = _AWAITABLE.sub(r"\1", line)
         line = _AWAITABLE_IMPORT.sub(r"\1", line)
         line = _NAME.sub(lambda m: NAMES[m.group(1)], line)
+        line = _ASYNC_PACKAGE.sub("fastnet._internal._sync", line)
         line = _ASYNC_CLASS.sub("", line)
         line = _INNER_ASYNC.sub("_", line)
         line = _ASYNC_MODULE.sub("", line)
@@ -151,7 +149,7 @@ def ruff_format(text: str, filename: str) -> str:
 
 def generate_file(source: str, target: str) -> str:
     lines = (ROOT / source).read_text().splitlines(keepends=True)
-    text = HEADER.format(source=Path(source).name) + "".join(unasync_lines(lines))
+    text = HEADER.format(source=Path(source).relative_to(ENGINE)) + "".join(unasync_lines(lines))
     return ruff_format(text, target)
 
 

@@ -20,14 +20,14 @@ from typing import Any, TypeVar
 import pytest
 from fakes import FakeDns
 
-from fastnet._internal.connection.async_exchange_finder import find_connection
-from fastnet._internal.connection.async_pool import AsyncConnectionPool
+from fastnet._internal._async.exchange_finder import find_connection
+from fastnet._internal._async.pool import AsyncConnectionPool
+from fastnet._internal._sync.exchange_finder import find_connection as find_connection_sync
+from fastnet._internal._sync.pool import RealConnectionPool
 from fastnet._internal.connection.connection_user import ConnectionUser
 from fastnet._internal.connection.connector import Connector
-from fastnet._internal.connection.exchange_finder import find_connection as find_connection_sync
-from fastnet._internal.connection.pool import RealConnectionPool
+from fastnet._internal.connection.route_database import RouteDatabase
 from fastnet._internal.connection.tls import default_ssl_context
-from fastnet._internal.route_database import RouteDatabase
 from fastnet.exceptions import CanceledError
 from fastnet.request import Request
 from fastnet.url import URL

@@ -1,7 +1,7 @@
 """Shared fixtures: the real-server testbed, both builds' twins of every compiled unit, and servers.
 
 ``twins`` (multidict's pattern) gives a test the pure (``py``) and the compiled (``c``) twin of a unit
-side by side: ``twins("fastnet.route")`` is ``fastnet._route_py`` or ``fastnet._route_c``. The compiled
+side by side: ``twins("fastnet.route")`` is ``fastnet.route`` or ``fastnet.route``. The compiled
 run is skipped in a pure build and when the extension was not built (an error instead when
 ``FASTNET_REQUIRE_EXTENSIONS=1``), so a pure build never imports a compiled module. A test that compares
 the twins within one run takes them all from ``available_twins(dispatcher)``.
@@ -32,6 +32,7 @@ so every test module's file name must be unique in the tree.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
@@ -77,43 +78,62 @@ def blocking_only(kind: str, why: str = "tests the blocking client only") -> Non
         pytest.skip(why)
 
 
-def twin_name(dispatcher: str, kind: str) -> str:
-    """The module name of the ``kind`` ("py" or "c") twin of the unit whose dispatcher is ``dispatcher``."""
-    package, _, unit = dispatcher.rpartition(".")
-    return f"{package}._{unit}_{kind}"
+def _loop_twin_name(unit: str, kind: str) -> str | None:
+    """The module name of the ``kind`` twin of a unit that keeps both in the package (the load loop's
+    ``_loop_py``/``_loop_c``), or None for an in-place unit."""
+    package, _, leaf = unit.rpartition(".")
+    name = f"{package}._{leaf}_{kind}"
+    return name if importlib.util.find_spec(f"{package}._{leaf}_py") is not None else None
 
 
-def compiled_twin(dispatcher: str) -> ModuleType | None:
-    """The compiled twin, or None in a pure build or when it was not built (an error instead when
-    ``FASTNET_REQUIRE_EXTENSIONS=1``)."""
+def compiled_twin(unit: str) -> ModuleType | None:
+    """The compiled module of ``unit``, or None in a pure build or when it was not built (an error instead
+    when ``FASTNET_REQUIRE_EXTENSIONS=1``)."""
     if _compat.NO_EXTENSIONS:
         return None
+    name = _loop_twin_name(unit, "c")
     try:
-        return importlib.import_module(twin_name(dispatcher, "c"))
+        module = importlib.import_module(name or unit)
     except ImportError:
         if _compat.REQUIRE_EXTENSIONS:
             raise
         return None
+    if name is None and not _compat.is_compiled(unit):
+        if _compat.REQUIRE_EXTENSIONS:
+            raise ImportError(f"{unit} is not compiled")
+        return None
+    return module
 
 
-def twin_module(dispatcher: str, kind: str) -> ModuleType:
-    """The ``kind`` ("py" or "c") twin of the unit whose dispatcher is ``dispatcher``."""
-    name = twin_name(dispatcher, kind)
+def pure_twin(unit: str) -> ModuleType:
+    """The pure-Python module of ``unit``: the module itself in a pure build, else its ``.py`` loaded under
+    another name (``_compat.pure_twin``), so that one process holds both builds of a unit."""
+    name = _loop_twin_name(unit, "py")
+    if name is not None:
+        return importlib.import_module(name)
+    if _compat.NO_EXTENSIONS or not _compat.is_compiled(unit):
+        return importlib.import_module(unit)
+    return _compat.pure_twin(unit)
+
+
+def twin_module(unit: str, kind: str) -> ModuleType:
+    """The ``kind`` ("py" or "c") build of ``unit``."""
     if kind == "c":
         if _compat.NO_EXTENSIONS:
-            pytest.skip("pure-Python build: no compiled twins")
-        module = compiled_twin(dispatcher)
+            pytest.skip("pure-Python build: no compiled units")
+        module = compiled_twin(unit)
         if module is None:
-            pytest.skip(f"{name} is not built")
+            pytest.skip(f"{unit} is not built")
         return module
-    return importlib.import_module(name)
+    return pure_twin(unit)
 
 
-def available_twins(dispatcher: str) -> dict[str, ModuleType]:
-    """The twins this build can load, by kind: always "py", and "c" when ``compiled_twin`` finds it. For a
-    test that holds the twins against each other in one run (``twins`` runs a test once per twin)."""
-    twins = {"py": importlib.import_module(twin_name(dispatcher, "py"))}
-    compiled = compiled_twin(dispatcher)
+def available_twins(unit: str) -> dict[str, ModuleType]:
+    """The builds of ``unit`` this process can load, by kind: always "py", and "c" when ``compiled_twin``
+    finds it. For a test that holds the two against each other in one run (``twins`` runs a test once per
+    build)."""
+    twins = {"py": pure_twin(unit)}
+    compiled = compiled_twin(unit)
     if compiled is not None:
         twins["c"] = compiled
     return twins
@@ -121,7 +141,7 @@ def available_twins(dispatcher: str) -> dict[str, ModuleType]:
 
 @pytest.fixture(params=["py", "c"])
 def twins(request: pytest.FixtureRequest) -> Twins:
-    """``twins(dispatcher)``: that unit's pure twin, then (a second run) its compiled twin."""
+    """``twins(unit)``: that unit's pure-Python module, then (a second run) its compiled one."""
     kind = request.param
     return lambda dispatcher: twin_module(dispatcher, kind)
 

@@ -19,50 +19,30 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fastnet"
 
 
-def _compiled_units() -> list[str]:
-    """Dotted names of every compiled twin in the source tree (``_x_c.pyx`` or ``_x_c.pxd``)."""
-    names = set()
-    for path in list(PACKAGE.rglob("_*_c.pyx")) + list(PACKAGE.rglob("_*_c.pxd")):
-        if path.suffix == ".pxd" and path.with_suffix(".pyx").exists():
-            continue
-        if path.suffix == ".pxd" and not path.with_name(path.stem[:-2] + "_py.py").exists():
-            continue  # a .pxd that only declares a .pyx's C types
-        names.add(".".join(path.relative_to(ROOT).with_suffix("").parts))
-    return sorted(names)
-
-
-def _dispatcher_of(unit: str) -> str:
-    package, _, leaf = unit.rpartition(".")
-    return f"{package}.{leaf[1:-2]}"
-
-
-def _import_all_dispatchers() -> None:
-    for unit in _compiled_units():
-        importlib.import_module(_dispatcher_of(unit))
-
-
 def test_build_units_discovered() -> None:
-    units = _compiled_units()
+    units = _compat.compiled_units()
     expected_units = (
-        "fastnet._headers_c",
-        "fastnet._request_c",
-        "fastnet._response_c",
-        "fastnet._route_c",
-        "fastnet._internal._chain_c",
-        "fastnet._internal._real_call_c",
-        "fastnet._internal.connection._pool_c",
-        "fastnet._internal.connection._exchange_finder_c",
-        "fastnet._internal.http1._exchange_c",
-        "fastnet._internal.http1._parser_c",
-        "fastnet.dns._cache_c",
+        "fastnet.headers",
+        "fastnet.request",
+        "fastnet.response",
+        "fastnet.route",
+        "fastnet._internal._sync.chain",
+        "fastnet._internal._sync.real_call",
+        "fastnet._internal._sync.pool",
+        "fastnet._internal._sync.exchange_finder",
+        "fastnet._internal._sync.exchange",
+        "fastnet._internal.http1.parser",
+        "fastnet._internal.util.clock",
+        "fastnet.dns.cache",
+        "fastnet.load.loop",
     )
     for expected in expected_units:
         assert expected in units
+    assert not any(name.endswith(("_c", "_py")) for name in units)
 
 
 def test_build_compiled_flag_matches_loaded_units() -> None:
-    _import_all_dispatchers()
-    expected = bool(_compat.loaded_compiled) and not _compat.missing_compiled and not _compat.NO_EXTENSIONS
+    expected = not _compat.NO_EXTENSIONS and all(map(_compat.is_compiled, _compat.compiled_units()))
     assert fastnet.compiled is expected
     if _compat.NO_EXTENSIONS:
         assert fastnet.compiled is False and not _compat.loaded_compiled
@@ -71,28 +51,63 @@ def test_build_compiled_flag_matches_loaded_units() -> None:
 def test_build_every_unit_compiled_in_a_compiled_build() -> None:
     if _compat.NO_EXTENSIONS:
         pytest.skip("pure-Python build (FASTNET_NO_EXTENSIONS=1)")
-    _import_all_dispatchers()
-    assert fastnet.compiled, f"compiled twins missing: {sorted(_compat.missing_compiled)}"
-    for unit in _compiled_units():
-        module = sys.modules.get(unit)
-        assert module is not None, f"{unit} was not loaded"
-        assert module.__file__ is not None and module.__file__.endswith((".so", ".pyd")), module.__file__
-        assert _dispatcher_of(unit) in _compat.loaded_compiled
+    assert fastnet.compiled
+    for unit in _compat.compiled_units():
+        assert _compat.is_compiled(unit), unit
+        module = sys.modules[unit]
+        if unit != "fastnet.load.loop":  # the one unit that keeps both twins and picks one
+            assert module.__file__ is not None and module.__file__.endswith((".so", ".pyd")), module.__file__
     # the public types are the compiled ones
-    assert fastnet.Headers.__module__ == "fastnet._headers_c"
-    assert fastnet.Request.__module__ == "fastnet._request_c"
-    assert fastnet.Response.__module__ == "fastnet._response_c"
-    assert type(fastnet.ConnectionPool()._real).__module__ == "fastnet._internal.connection._pool_c"
+    assert fastnet.Headers.__module__ == "fastnet.headers"
+    assert fastnet.Request.__module__ == "fastnet.request"
+    assert fastnet.Response.__module__ == "fastnet.response"
+    assert type(fastnet.ConnectionPool()._real).__module__ == "fastnet._internal._sync.pool"
 
 
 def test_build_pure_units_in_a_pure_build() -> None:
     if not _compat.NO_EXTENSIONS:
         pytest.skip("compiled build")
-    _import_all_dispatchers()
-    for unit in _compiled_units():
-        assert unit not in sys.modules
-    assert fastnet.Headers.__module__ == "fastnet._headers_py"
-    assert type(fastnet.ConnectionPool()._real).__module__ == "fastnet._internal.connection._pool_py"
+    for unit in _compat.compiled_units():
+        assert not _compat.is_compiled(unit), unit
+        module = sys.modules[unit]
+        assert module.__file__ is not None and module.__file__.endswith(".py"), module.__file__
+    assert fastnet.Headers.__module__ == "fastnet.headers"
+    assert type(fastnet.ConnectionPool()._real).__module__ == "fastnet._internal._sync.pool"
+
+
+def test_build_pure_twin_is_the_source_beside_the_compiled_module() -> None:
+    twin = _compat.pure_twin("fastnet._internal.http1.parser")
+    assert twin.__file__ is not None and twin.__file__.endswith("parser.py")
+    assert twin is _compat.pure_twin("fastnet._internal.http1.parser")  # loaded once
+    p = twin.ResponseParser()
+    p.feed(b"HTTP/1.1 204 No Content\r\n\r\n")
+    assert p.read_head()[0] == 204
+
+
+def _unit_dir(tmp_path: Path) -> Path:
+    (tmp_path / "unit.py").write_text("VALUE = 1\n")
+    (tmp_path / "unit.pxd").write_text("cdef int VALUE\n")
+    return tmp_path
+
+
+def test_build_finder_loads_the_source_under_no_extensions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_compat, "NO_EXTENSIONS", True)
+    spec = _compat._BuildFinder.find_spec("fastnet.unit", [str(_unit_dir(tmp_path))])
+    assert spec is not None and spec.origin == str(tmp_path / "unit.py")
+    # modules without a .pxd, and modules outside fastnet, are left to the normal finders
+    assert _compat._BuildFinder.find_spec("fastnet.other", [str(tmp_path)]) is None
+    assert _compat._BuildFinder.find_spec("unit", [str(tmp_path)]) is None
+
+
+def test_build_finder_refuses_the_source_under_require_extensions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_compat, "NO_EXTENSIONS", False)
+    monkeypatch.setattr(_compat, "REQUIRE_EXTENSIONS", True)
+    with pytest.raises(ImportError, match="fastnet.unit is not compiled"):
+        _compat._BuildFinder.find_spec("fastnet.unit", [str(_unit_dir(tmp_path))])
 
 
 @pytest.mark.parametrize(
@@ -213,25 +228,25 @@ def _python(code: str, **env: str) -> str:
 
 
 _REPORT = (
-    "import fastnet, fastnet._compat as c; "
-    "print(fastnet.compiled, c.NO_EXTENSIONS, c.REQUIRE_EXTENSIONS, fastnet.Request.__module__)"
+    "import sys, fastnet, fastnet._compat as c; r = sys.modules['fastnet.request']; "
+    "print(fastnet.compiled, c.NO_EXTENSIONS, c.REQUIRE_EXTENSIONS, r.__file__.rpartition('.')[2])"
 )
 
 
 def test_build_no_extensions_environment_variable() -> None:
-    assert _python(_REPORT, FASTNET_NO_EXTENSIONS="1") == "False True False fastnet._request_py"
+    assert _python(_REPORT, FASTNET_NO_EXTENSIONS="1") == "False True False py"
 
 
 def test_build_no_extensions_wins_over_require() -> None:
     out = _python(_REPORT, FASTNET_NO_EXTENSIONS="1", FASTNET_REQUIRE_EXTENSIONS="1")
-    assert out == "False True False fastnet._request_py"
+    assert out == "False True False py"
 
 
 def test_build_require_extensions_in_compiled_tree() -> None:
-    if not list(PACKAGE.rglob("_request_c*.so")):
+    if not list(PACKAGE.glob("request.cpython*.so")):
         pytest.skip("no compiled modules built in this tree")
     out = _python(_REPORT, FASTNET_REQUIRE_EXTENSIONS="1")
-    assert out == "True False True fastnet._request_c"
+    assert out == "True False True so"
 
 
 def test_build_off_values_mean_off() -> None:
@@ -247,16 +262,13 @@ def _type_checking_names(dispatcher: Path) -> set[str]:
     return set(re.findall(r"\b(\w+) as \1\b", block))
 
 
-@pytest.mark.parametrize("unit", _compiled_units())
-def test_build_dispatcher_exports_what_type_checkers_see(unit: str) -> None:
-    """A dispatcher installs its twin's ``__all__`` at run time and lists the names for type checkers:
-    the two lists must be the same, and both twins must define every name."""
-    dispatcher = importlib.import_module(_dispatcher_of(unit))
-    assert dispatcher.__file__ is not None
-    declared = _type_checking_names(Path(dispatcher.__file__))
-    pure = importlib.import_module(unit[: -len("_c")] + "_py")
-    assert declared == set(pure.__all__), (
-        f"{dispatcher.__name__} lists names that differ from the twin's __all__"
-    )
+def test_build_load_loop_exports_what_type_checkers_see() -> None:
+    """``fastnet.load.loop`` installs its twin's ``__all__`` at run time and lists the names for type
+    checkers: the two lists must be the same, and both twins must define every name."""
+    from fastnet.load import _loop_py, loop
+
+    assert loop.__file__ is not None
+    declared = _type_checking_names(Path(loop.__file__))
+    assert declared == set(_loop_py.__all__)
     for name in declared:
-        assert hasattr(dispatcher, name), f"{dispatcher.__name__} does not provide {name}"
+        assert hasattr(loop, name), f"fastnet.load.loop does not provide {name}"

@@ -35,7 +35,7 @@ from libc.string cimport memset, memmove
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 from posix.unistd cimport close, read, write
 
-from fastnet._internal.http1._parser_c cimport ResponseParser
+from fastnet._internal.http1.parser cimport ResponseParser
 from fastnet.exceptions import ConnectionClosedError, ProtocolError
 
 __all__ = [

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import fastnet
+from fastnet._internal._sync.exchange_finder import ExchangeFinder
 from fastnet._internal.connection.connection_user import ConnectionUser
-from fastnet._internal.connection.exchange_finder import ExchangeFinder
 from fastnet._internal.http1.codec import request_head
 from fastnet._version import __version__
 from fastnet.dns import as_dns, default_dns, is_ip_literal

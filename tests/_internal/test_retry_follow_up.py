@@ -18,9 +18,9 @@ from fakes import FakeDns
 
 import fastnet
 from fastnet import _compat
-from fastnet._internal.connection.async_real_connection import AsyncRealConnection
-from fastnet._internal.connection.exchange_finder import PROBE_IDLE_AFTER
-from fastnet._internal.retry_follow_up import RetryAndFollowUpInterceptor
+from fastnet._internal._async.real_connection import AsyncRealConnection
+from fastnet._internal._sync.exchange_finder import PROBE_IDLE_AFTER
+from fastnet._internal._sync.retry_follow_up import RetryAndFollowUpInterceptor
 from fastnet.testing import MockResponse, MockServer, RecordedRequest, SocketPolicy
 
 pytestmark = pytest.mark.both_clients

@@ -15,7 +15,7 @@ DIRECT = Proxy.NO_PROXY
 @pytest.fixture
 def rdb(twins: Twins) -> types.ModuleType:
     """The pure and the compiled twin of the ``route_database`` unit."""
-    return twins("fastnet._internal.route_database")
+    return twins("fastnet._internal.connection.route_database")
 
 
 def test_route_database_failed_connected(rdb: types.ModuleType) -> None:

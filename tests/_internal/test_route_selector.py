@@ -8,7 +8,7 @@ import pytest
 from conftest import Twins
 from fakes import FakeDns, RecordingEventListener, RecordingProxySelector
 
-from fastnet._internal.route_database import RouteDatabase
+from fastnet._internal.connection.route_database import RouteDatabase
 from fastnet.exceptions import ProxyError, RouteError, UnknownHostError
 from fastnet.proxy import Proxy
 from fastnet.route import Address
@@ -22,7 +22,7 @@ SOCKS = Proxy.socks("127.0.0.1", 1080)
 @pytest.fixture
 def rs(twins: Twins) -> types.ModuleType:
     """The pure and the compiled twin of the route selector."""
-    return twins("fastnet._internal.route_selector")
+    return twins("fastnet._internal.connection.route_selector")
 
 
 @pytest.fixture

@@ -51,13 +51,13 @@ def test_dns_cache_c_loaded():
     import fastnet.dns.cache as cache
 
     if _compat.NO_EXTENSIONS:
-        assert cache.IMPLEMENTATION == "py"
-        assert cache.DnsCache.__module__ == "fastnet.dns._cache_py"
+        assert not _compat.is_compiled("fastnet.dns.cache")
+        assert cache.DnsCache.__module__ == "fastnet.dns.cache"
     else:
-        assert cache.IMPLEMENTATION == "c"
-        assert cache.DnsCache.__module__ == "fastnet.dns._cache_c"
-        assert cache.CachingDns.__module__ == "fastnet.dns._cache_c"
-        assert importlib.import_module("fastnet.dns._cache_c").__file__.endswith((".so", ".pyd"))
+        assert _compat.is_compiled("fastnet.dns.cache")
+        assert cache.DnsCache.__module__ == "fastnet.dns.cache"
+        assert cache.CachingDns.__module__ == "fastnet.dns.cache"
+        assert importlib.import_module("fastnet.dns.cache").__file__.endswith((".so", ".pyd"))
 
 
 def test_dns_cache_get_put(impl):

@@ -661,11 +661,10 @@ def test_dns_client_system_dns_turns_caching_off(testbed: Any) -> None:
 
 
 def test_dns_client_compiled_cache_is_loaded() -> None:
-    from fastnet.dns import cache
 
     if _compat.NO_EXTENSIONS:
-        assert cache.IMPLEMENTATION == "py"
-        assert type(default_dns()).__module__ == "fastnet.dns._cache_py"
+        assert not _compat.is_compiled("fastnet.dns.cache")
+        assert type(default_dns()).__module__ == "fastnet.dns.cache"
     else:
-        assert cache.IMPLEMENTATION == "c"
-        assert type(default_dns()).__module__ == "fastnet.dns._cache_c"
+        assert _compat.is_compiled("fastnet.dns.cache")
+        assert type(default_dns()).__module__ == "fastnet.dns.cache"

@@ -30,7 +30,7 @@ import threading
 import warnings
 from typing import Any
 
-from fastnet._internal.connection.sockets import close_quietly, hostport
+from fastnet._internal.util.sockets import close_quietly, hostport
 from fastnet.exceptions import ConnectTimeout, NetworkError, TlsError, TlsVerificationError
 
 __all__ = [

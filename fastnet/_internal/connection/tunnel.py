@@ -28,8 +28,8 @@ import inspect
 from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any
 
-from fastnet._internal.connection.sockets import close_quietly
 from fastnet._internal.http1.parser import BODY_CHUNKED, BODY_LENGTH, BODY_UNTIL_CLOSE, ResponseParser
+from fastnet._internal.util.sockets import close_quietly
 from fastnet.authenticator import PREEMPTIVE_SCHEME
 from fastnet.exceptions import NetworkError, ProtocolError, ProxyError
 from fastnet.headers import Headers

@@ -24,9 +24,9 @@ from async_support import (
 )
 from fakes import FakeDns, RecordingListener
 
-from fastnet._internal.connection.async_exchange_finder import AsyncExchangeFinder
-from fastnet._internal.connection.async_real_connection import AsyncRealConnection
-from fastnet._internal.connection.exchange_finder import PROBE_IDLE_AFTER
+from fastnet._internal._async.exchange_finder import AsyncExchangeFinder
+from fastnet._internal._async.real_connection import AsyncRealConnection
+from fastnet._internal._sync.exchange_finder import PROBE_IDLE_AFTER
 from fastnet._internal.connection.tls import build_ssl_context
 from fastnet.exceptions import ConnectError, ConnectTimeout, TlsVerificationError, UnknownHostError
 from fastnet.proxy import Proxy

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from async_support import User, fetch, find, make_connector
 
-from fastnet._internal.connection.async_pool import AsyncConnectionPool
-from fastnet._internal.connection.real_connection import RealConnection
+from fastnet._internal._async.pool import AsyncConnectionPool
+from fastnet._internal._sync.real_connection import RealConnection
 from fastnet.exceptions import PoolTimeout
 from fastnet.route import Address
 from fastnet.testing import MockResponse, MockServer
@@ -295,7 +295,7 @@ def sockets() -> Iterator[list[socket.socket]]:
 
 
 def test_async_pool_base_steps_and_hook(twins: Any, sockets: list[socket.socket]) -> None:
-    module = twins("fastnet._internal.connection.pool")
+    module = twins("fastnet._internal._sync.pool")
 
     class Recording(module.RealConnectionPool):  # type: ignore[misc, name-defined]
         def __init__(self, *args: Any) -> None:
@@ -343,7 +343,7 @@ def test_async_pool_base_steps_and_hook(twins: Any, sockets: list[socket.socket]
 def test_async_pool_base_discard_later_wakes_a_thread_waiting_for_the_slot(
     twins: Any, sockets: list[socket.socket]
 ) -> None:
-    module = twins("fastnet._internal.connection.pool")
+    module = twins("fastnet._internal._sync.pool")
     pool = module.RealConnectionPool(5, 300.0, 1)
     a = Address("http", "h.test", 80)
     outcome: list[Any] = []

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from fastnet._internal.connection.happy_eyeballs import connect_tcp
-from fastnet._internal.route_database import RouteDatabase
-from fastnet._internal.route_selector import RouteSelector
+from fastnet._internal._sync.happy_eyeballs import connect_tcp
+from fastnet._internal.connection.route_database import RouteDatabase
+from fastnet._internal.connection.route_selector import RouteSelector
 from fastnet.exceptions import CanceledError, ConnectError, ConnectTimeout
 from fastnet.proxy import Proxy
 from fastnet.route import Address, Route

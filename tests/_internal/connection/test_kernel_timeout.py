@@ -13,7 +13,7 @@ from conftest import Twins
 
 @pytest.fixture
 def kt(twins: Twins) -> types.ModuleType:
-    return twins("fastnet._internal.connection.kernel_timeout")
+    return twins("fastnet._internal.util.kernel_timeout")
 
 
 def _read(sock: socket.socket, optname: int) -> tuple[int, int]:

@@ -19,7 +19,7 @@ trustme = pytest.importorskip("trustme")
 
 @pytest.fixture
 def rc(twins: Twins) -> types.ModuleType:
-    return twins("fastnet._internal.connection.real_connection")
+    return twins("fastnet._internal._sync.real_connection")
 
 
 @pytest.fixture(scope="module")

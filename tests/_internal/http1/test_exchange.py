@@ -348,7 +348,7 @@ def test_exchange_gzip_bomb_stops_at_max_body_size(server: MockServer) -> None:
 
 
 def test_exchange_gzip_stream_pieces_are_bounded(server: MockServer) -> None:
-    from fastnet._internal.http1.exchange import DECODED_CHUNK
+    from fastnet._internal._sync.exchange import DECODED_CHUNK
 
     bomb = gzip.compress(bytes(16 << 20), compresslevel=9)
     server.enqueue(MockResponse(200, headers={"Content-Encoding": "gzip"}, body=bomb))
