@@ -30,8 +30,8 @@ import fastnet
 
 try:
     from fastnet._internal._sync.real_connection import RealConnection
-except ImportError:  # a checkout from before the per-concept split (--compare-with)
-    from fastnet._internal.core import RealConnection  # type: ignore[no-redef]
+except ImportError:  # a checkout from before the engine's own folders (--compare-with)
+    from fastnet._internal.connection.real_connection import RealConnection  # type: ignore[no-redef]
 
 HEAD = (
     b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Mon, 30 Nov 2026 09:40:05 GMT\r\n"
@@ -99,7 +99,10 @@ def _asyncio_loop(url: str, response: bytes, n: int, rounds: int) -> list[float]
     """``n`` awaited GETs per round over a canned transport; µs per request of each round."""
     import asyncio
 
-    from fastnet._internal._async.real_connection import new_async_connection
+    try:
+        from fastnet._internal._async.real_connection import new_async_connection
+    except ImportError:  # a checkout from before the engine's own folders (--compare-with)
+        from fastnet._internal.connection.async_real_connection import new_async_connection  # type: ignore[no-redef]
 
     async def run() -> list[float]:
         client = fastnet.AsyncClient()
