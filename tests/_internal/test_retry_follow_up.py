@@ -448,13 +448,12 @@ def test_recover_503_not_retried_when_retries_off(server):
 
 
 def test_recover_runs_in_the_loaded_build():
-    suffix = "_retry_follow_up_py" if _compat.NO_EXTENSIONS else "_retry_follow_up_c"
-    if not _compat.NO_EXTENSIONS and not RetryAndFollowUpInterceptor.__module__.endswith("_c"):
-        pytest.skip("compiled twins not built")
-    assert RetryAndFollowUpInterceptor.__module__ == "fastnet._internal." + suffix
+    unit = "fastnet._internal._sync.retry_follow_up"
+    assert RetryAndFollowUpInterceptor.__module__ == unit
+    assert _compat.is_compiled(unit) is (not _compat.NO_EXTENSIONS and fastnet.compiled)
     with make_client() as client:
         kinds = {type(i).__module__ for i in client._core.interceptors}
-        assert "fastnet._internal." + suffix in kinds
+        assert unit in kinds
 
 
 # ================================================================================================= redirects

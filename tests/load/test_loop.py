@@ -158,9 +158,11 @@ def test_engine_keeps_the_open_loop_timetable(twins: Twins, server: MockServer) 
     server.default_response = MockResponse(200, body=b"x")
     engine, hist = drive(twins(LOOP), [group(server.port)], [0] * 4, duration=1.0, rate=200.0)
     assert engine.reason == "duration"
-    assert engine.dispatched == 200  # slots at 0, 5, ..., 995 ms
-    assert engine.backlog == 0
-    assert hist.lag.get_total_count() == 200
+    # slots at 0, 5, ..., 995 ms: each one sent, or (a loop that got no CPU near the end, on a loaded
+    # machine) counted as backlog, never lost or invented
+    assert engine.dispatched + engine.backlog == 200
+    assert engine.dispatched > 100
+    assert hist.lag.get_total_count() == engine.dispatched
 
 
 def test_engine_abandons_what_is_in_flight_at_the_end(twins: Twins, server: MockServer) -> None:
