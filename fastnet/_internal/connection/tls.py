@@ -29,13 +29,12 @@ import struct
 import threading
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeAlias, TypeVar, overload
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, overload
 
 from fastnet._internal.connection.sockets import close_quietly, hostport
 from fastnet.exceptions import ConnectTimeout, NetworkError, TlsError, TlsVerificationError
 
 if TYPE_CHECKING:
-    from fastnet._internal.connection.async_real_connection import AsyncRealConnection
     from fastnet._internal.connection.connection_user import ConnectionUser
 
     _PeerCert: TypeAlias = "ssl._PeerCertRetType"
@@ -378,7 +377,7 @@ def wrap_tls(
 
 
 async def wrap_tls_async(
-    conn: AsyncRealConnection,
+    conn: _AsyncConnection,
     host: str,
     port: int,
     context: ssl.SSLContext,
@@ -414,6 +413,17 @@ async def wrap_tls_async(
     conn.offer_tls_session(sessions, (host, port))
     if events is not None:
         events.secure_connect_end(user, conn.tls_version)
+
+
+class _AsyncConnection(Protocol):
+    """What ``wrap_tls_async`` uses of an asyncio connection (``AsyncRealConnection``, above this layer)."""
+
+    tls_offer: SessionOffer
+    tls_version: str | None
+
+    async def start_tls(self, context: ssl.SSLContext, server_hostname: str, timeout: float) -> None: ...
+    def offer_tls_session(self, sessions: TlsSessions, key: tuple[str, int]) -> None: ...
+    def close(self) -> None: ...
 
 
 def tls_failure(exc: OSError, host: str, port: int, context: ssl.SSLContext | None = None) -> NetworkError:
