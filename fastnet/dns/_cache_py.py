@@ -59,7 +59,6 @@ import functools
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from fastnet.dns._base import (
@@ -73,6 +72,8 @@ from fastnet.dns._base import (
 from fastnet.exceptions import UnknownHostError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from fastnet.dns._base import DnsLike
 
 __all__ = ["CachingDns", "DnsCache", "IpBlacklist"]
