@@ -507,7 +507,12 @@ def _proxy_error_kind(exc: fastnet.ProxyError) -> type[httpx.TransportError]:
     SOCKS failure); a CONNECT answer that is not HTTP, cut short, late or reset is what httpcore's HTTP/1.1
     reader raises for it."""
     proxy = exc.proxy
-    if exc.status_code is not None or proxy is None or proxy.type is not fastnet.ProxyType.HTTP:
+    # a SOCKS handshake names its proxy (a str) until the connect step puts the Proxy in
+    if (
+        exc.status_code is not None
+        or not isinstance(proxy, fastnet.Proxy)
+        or proxy.type is not fastnet.ProxyType.HTTP
+    ):
         return httpx.ProxyError
     cause = exc.__cause__
     if isinstance(cause, (TimeoutError, BlockingIOError)):

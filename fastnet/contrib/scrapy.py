@@ -166,7 +166,8 @@ class FastnetDownloadHandler(_Base):
         except fastnet.UnknownHostError as exc:
             raise CannotResolveHostError(str(exc)) from exc
         except fastnet.ProxyError as exc:
-            if exc.proxy is None or exc.proxy.type is not fastnet.ProxyType.HTTP:
+            # a SOCKS handshake names its proxy (a str) until the connect step puts the Proxy in
+            if not isinstance(exc.proxy, fastnet.Proxy) or exc.proxy.type is not fastnet.ProxyType.HTTP:
                 raise DownloadConnectionRefusedError(str(exc)) from exc  # a SOCKS proxy refused or failed
             if isinstance(exc.__cause__, (TimeoutError, BlockingIOError)):  # no answer in time
                 raise DownloadTimeoutError(f"Getting {url} took longer than {timeout} seconds.") from exc
