@@ -112,7 +112,7 @@ class FastnetDownloadHandler(_Base):
             if len(self._siblings) >= _MAX_SIBLINGS:
                 self._siblings.clear()
             seconds = timeout if timeout and timeout > 0 else None
-            options: dict[str, Any] = {
+            options: dict[str, Any] = {  # Client options
                 "connect_timeout": seconds,
                 "read_timeout": seconds,
                 "write_timeout": seconds,
@@ -195,7 +195,7 @@ class FastnetDownloadHandler(_Base):
     def _build_base_response_args(
         response: fastnet.Response, request: Request, headers: Headers
     ) -> _BaseResponseArgs:
-        ip_address: Any = None
+        ip_address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = None
         timings = response.timings
         remote = timings.remote_address if timings is not None else None
         if remote:
