@@ -351,7 +351,7 @@ class FastnetSession:
         **kwargs: object,
     ) -> Any:
         """Send a request and report it to Locust (see the module's documentation): a ``FastnetResponse``,
-        or with ``catch_response=True`` a ``ResponseContextManager`` (so typed ``Any``, as the verbs)."""
+        or with ``catch_response=True`` a ``ResponseContextManager`` (hence untyped, as the verbs)."""
         if kwargs:
             raise TypeError(f"unexpected arguments for a FastnetUser request: {', '.join(kwargs)}")
         if self.request_name and not name:

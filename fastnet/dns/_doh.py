@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from dns.message import Message, QueryMessage
     from dns.name import Name
     from dns.rdatatype import RdataType
+    from typing_extensions import TypeIs
 
     from fastnet.headers import Headers
     from fastnet.response import Response
@@ -101,6 +102,11 @@ class _AsyncClient(Protocol):
 
     def new_call(self, request: Request) -> _AsyncCall: ...
     async def aclose(self) -> None: ...
+
+
+def _is_async(client: object) -> TypeIs[_AsyncClient]:
+    """Whether ``client`` is an ``AsyncClient`` (it has ``aclose()``)."""
+    return callable(getattr(client, "aclose", None))
 
 
 #: One record type's answer: ``(addresses, ttl)``, or the reason there is none.
@@ -373,10 +379,10 @@ class DohDns:
             self.bootstrap = SystemDns()
         self._client: _Client | None = None
         self._aclient: _AsyncClient | None = None  # an AsyncClient given as ``client``
-        if client is not None and callable(getattr(client, "aclose", None)):
-            self._aclient = client  # type: ignore[assignment]  # has aclose(): an AsyncClient
+        if client is not None and _is_async(client):
+            self._aclient = client
         else:
-            self._client = client  # type: ignore[assignment]  # a Client
+            self._client = client
         self._own_client = self._client is None  # made here (so closed here) when not given
         # the AsyncClient made for each event loop, dropped with the loop
         self._aclients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _AsyncClient] = (

@@ -103,10 +103,10 @@ class Ask:
 
 
 #: What the steps that only ask the authenticator yield (``Ask``), are sent (its answer) and return.
-_Asking = Generator[Ask, "Request | None", _T]
+_Asking = Generator[Ask, "AuthenticatorAnswer", _T]
 #: What ``tunnel_steps`` yields (bytes to send, a number of bytes to receive, ``Ask``, ``RECONNECT``) and
 #: is sent back (the bytes received, the authenticator's answer, else ``None``).
-_Steps = Generator["bytes | int | Ask | str", "bytes | Request | None", _T]
+_Steps = Generator["bytes | int | Ask | str", "bytes | AuthenticatorAnswer", _T]
 
 
 def tunnel_request(address: Address, user_agent: str) -> Request:
@@ -261,7 +261,7 @@ def open_tunnel(
                     raise
                 step = steps.throw(exc)
             else:
-                step = steps.send(answer)  # type: ignore[arg-type]  # a blocking authenticator's answer
+                step = steps.send(answer)
     except StopIteration:
         return sock
     except BaseException:
@@ -307,7 +307,7 @@ async def open_tunnel_async(
                     raise
                 step = steps.throw(exc)
             else:
-                step = steps.send(answer)  # type: ignore[arg-type]  # awaited when awaitable
+                step = steps.send(answer)
     except StopIteration:
         return conn
     except BaseException:
@@ -328,7 +328,7 @@ def _decide(steps: _Asking[_T]) -> _T:
             except Exception as exc:
                 step = steps.throw(exc)
             else:
-                step = steps.send(answer)  # type: ignore[arg-type]  # a blocking authenticator's answer
+                step = steps.send(answer)
     except StopIteration as done:
         value: _T = done.value
         return value
@@ -339,7 +339,8 @@ def _authenticate(
 ) -> _Asking[Request | None]:
     """Ask the proxy authenticator; its own failure becomes a ProxyError naming the proxy."""
     try:
-        answer: Request | None = yield Ask(authenticator, route, response)
+        # the authenticator's answer: a blocking one's, or an asyncio one's once the asyncio driver awaited it
+        answer: Request | None = yield Ask(authenticator, route, response)  # type: ignore[assignment]
     except NetworkError:
         raise
     except Exception as exc:
