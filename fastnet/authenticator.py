@@ -23,14 +23,30 @@ runs into the follow-up limit (20), and the call fails with "Too many follow-up 
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from fastnet.challenge import TOKEN68, Challenge, parse_challenges
 from fastnet.url import URL
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+    from typing import TypeAlias
+
     from fastnet.request import Request
     from fastnet.response import Response
+    from fastnet.route import Route
+
+    #: An authenticator's answer: the next request, or ``None``; an ``AsyncClient``'s may be awaitable.
+    AuthenticatorAnswer: TypeAlias = "Request | None | Awaitable[Request | None]"
+
+    class AnyAuthenticator(Protocol):
+        """An ``authenticate(route, response)`` method, blocking or (for an ``AsyncClient``) a coroutine."""
+
+        def authenticate(self, route: Route | None, response: Response) -> AuthenticatorAnswer: ...
+
+    #: What ``authenticator=`` and ``proxy_authenticator=`` take: an authenticator or a plain function.
+    AuthenticatorFunction: TypeAlias = "Callable[[Route | None, Response], AuthenticatorAnswer]"
+    AuthenticatorLike: TypeAlias = "AnyAuthenticator | AuthenticatorFunction"
 
 __all__ = [
     "NONE",
@@ -50,7 +66,7 @@ class _AuthenticatorMeta(type(Protocol)):  # type: ignore[misc]
     # ``Authenticator.NONE`` lives on the metaclass so it is not a protocol member: a class attribute
     # would make ``isinstance(x, Authenticator)`` demand that every authenticator has a ``NONE``.
     @property
-    def NONE(cls) -> Any:  # noqa: N802 - the public name mirrors OkHttp's Authenticator.NONE
+    def NONE(cls) -> Authenticator:  # noqa: N802 - the public name mirrors OkHttp's Authenticator.NONE
         return NONE
 
 
@@ -70,7 +86,7 @@ class Authenticator(Protocol, metaclass=_AuthenticatorMeta):
     ``Authenticator.NONE`` never answers (the same as passing no authenticator).
     """
 
-    def authenticate(self, route: Any, response: Response) -> Request | None: ...
+    def authenticate(self, route: Route | None, response: Response) -> Request | None: ...
 
 
 class _NoAuthenticator:
@@ -78,7 +94,7 @@ class _NoAuthenticator:
 
     __slots__ = ()
 
-    def authenticate(self, route: Any, response: Any) -> None:
+    def authenticate(self, route: Route | None, response: Response) -> None:
         return None
 
     def __repr__(self) -> str:
@@ -128,7 +144,7 @@ class Credentials:
         return "Bearer " + token
 
 
-def _first_request_url(response: Any) -> Any:
+def _first_request_url(response: Response) -> URL | None:
     oldest = response
     for _ in range(1000):
         prior = oldest.prior_response
@@ -154,17 +170,20 @@ class BasicAuthenticator:
 
     __slots__ = ("user", "_password", "charset", "credentials", "origin")
 
-    def __init__(self, user: str, password: str, *, charset: str = "utf-8", origin: Any = None) -> None:
+    def __init__(
+        self, user: str, password: str, *, charset: str = "utf-8", origin: str | URL | None = None
+    ) -> None:
         self.credentials = Credentials.basic(user, password, charset)
         self.user = user
         self._password = password
         self.charset = charset
         if origin is not None:
             url = URL(origin) if not isinstance(origin, URL) else origin
-            origin = (url.scheme, url.host, url.port)
-        self.origin = origin
+            self.origin: tuple[str, str, int] | None = (url.scheme, url.host, url.port)
+        else:
+            self.origin = None
 
-    def authenticate(self, route: Any, response: Any) -> Any:
+    def authenticate(self, route: Route | None, response: Response) -> Request | None:
         request = response.request
         if request is None:
             return None
@@ -199,7 +218,7 @@ class BasicAuthenticator:
             prior = prior.prior_response
         return request.replace(headers=request.headers.set(header, self.credentials))
 
-    def __call__(self, route: Any, response: Any) -> Any:
+    def __call__(self, route: Route | None, response: Response) -> Request | None:
         return self.authenticate(route, response)
 
     def __repr__(self) -> str:

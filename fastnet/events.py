@@ -26,40 +26,54 @@ from __future__ import annotations
 import logging
 import time
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fastnet._internal._sync.real_connection import RealConnection
+    from fastnet._internal.connection.connection_user import ConnectionUser
+    from fastnet.proxy import Proxy
+    from fastnet.request import Request
+    from fastnet.response import Response
+    from fastnet.route import Route
+    from fastnet.url import URL
 
 __all__ = ["EventListener", "LoggingEventListener"]
 
 
 class EventListener:
-    """Receives the events of calls; all methods are no-ops meant to be overridden."""
+    """Receives the events of calls; all methods are no-ops meant to be overridden.
+
+    ``call`` is the call the event belongs to: a ``fastnet.Call`` or ``AsyncCall`` (a connection that
+    ``fastnet load`` sets up reports with a stand-in of its own). It is typed ``Any`` on purpose: an
+    override may annotate it with the call type it receives, which any narrower type here would
+    make an incompatible override."""
 
     def call_start(self, call: Any) -> None: ...
     def dispatcher_queue_start(self, call: Any) -> None: ...
     def dispatcher_queue_end(self, call: Any) -> None: ...
-    def proxy_select_start(self, call: Any, url: Any) -> None: ...
-    def proxy_select_end(self, call: Any, url: Any, proxies: list[Any]) -> None: ...
+    def proxy_select_start(self, call: Any, url: URL | None) -> None: ...
+    def proxy_select_end(self, call: Any, url: URL | None, proxies: list[Proxy]) -> None: ...
     def dns_start(self, call: Any, host: str) -> None: ...
     def dns_end(self, call: Any, host: str, addresses: list[str]) -> None: ...
-    def connect_start(self, call: Any, route: Any) -> None: ...
+    def connect_start(self, call: Any, route: Route) -> None: ...
     def secure_connect_start(self, call: Any) -> None: ...
     def secure_connect_end(self, call: Any, tls_version: str | None) -> None: ...
-    def connect_end(self, call: Any, route: Any) -> None: ...
-    def connect_failed(self, call: Any, route: Any, error: BaseException) -> None: ...
-    def connection_acquired(self, call: Any, connection: Any) -> None: ...
-    def connection_released(self, call: Any, connection: Any) -> None: ...
+    def connect_end(self, call: Any, route: Route) -> None: ...
+    def connect_failed(self, call: Any, route: Route, error: BaseException) -> None: ...
+    def connection_acquired(self, call: Any, connection: RealConnection) -> None: ...
+    def connection_released(self, call: Any, connection: RealConnection) -> None: ...
     def request_headers_start(self, call: Any) -> None: ...
-    def request_headers_end(self, call: Any, request: Any) -> None: ...
+    def request_headers_end(self, call: Any, request: Request) -> None: ...
     def request_body_start(self, call: Any) -> None: ...
     def request_body_end(self, call: Any, byte_count: int) -> None: ...
     def request_failed(self, call: Any, error: BaseException) -> None: ...
     def response_headers_start(self, call: Any) -> None: ...
-    def response_headers_end(self, call: Any, response: Any) -> None: ...
+    def response_headers_end(self, call: Any, response: Response) -> None: ...
     def response_body_start(self, call: Any) -> None: ...
     def response_body_end(self, call: Any, byte_count: int) -> None: ...
     def response_failed(self, call: Any, error: BaseException) -> None: ...
     def retry_decision(self, call: Any, error: BaseException, retry: bool) -> None: ...
-    def follow_up_decision(self, call: Any, response: Any, next_request: Any) -> None: ...
+    def follow_up_decision(self, call: Any, response: Response, next_request: Request | None) -> None: ...
     def call_end(self, call: Any) -> None: ...
     def call_failed(self, call: Any, error: BaseException) -> None: ...
     def canceled(self, call: Any) -> None: ...
@@ -78,7 +92,7 @@ class LoggingEventListener(EventListener):
     def __init__(self, logger: logging.Logger | None = None, level: int = logging.DEBUG) -> None:
         self.logger = logger or logging.getLogger("fastnet.events")
         self.level = level
-        self._starts: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        self._starts: weakref.WeakKeyDictionary[ConnectionUser, float] = weakref.WeakKeyDictionary()
 
     def _log(self, call: Any, event: str, detail: str = "") -> None:
         if not self.logger.isEnabledFor(self.level):
@@ -99,10 +113,10 @@ class LoggingEventListener(EventListener):
     def dispatcher_queue_end(self, call: Any) -> None:
         self._log(call, "dispatcher queue end")
 
-    def proxy_select_start(self, call: Any, url: Any) -> None:
+    def proxy_select_start(self, call: Any, url: URL | None) -> None:
         self._log(call, "proxy select start")
 
-    def proxy_select_end(self, call: Any, url: Any, proxies: list[Any]) -> None:
+    def proxy_select_end(self, call: Any, url: URL | None, proxies: list[Proxy]) -> None:
         self._log(call, "proxy select end", f" {proxies}")
 
     def dns_start(self, call: Any, host: str) -> None:
@@ -111,7 +125,7 @@ class LoggingEventListener(EventListener):
     def dns_end(self, call: Any, host: str, addresses: list[str]) -> None:
         self._log(call, "dns end", f" {host} -> {', '.join(map(str, addresses))}")
 
-    def connect_start(self, call: Any, route: Any) -> None:
+    def connect_start(self, call: Any, route: Route) -> None:
         self._log(call, "connect start", f" {route}")
 
     def secure_connect_start(self, call: Any) -> None:
@@ -120,22 +134,22 @@ class LoggingEventListener(EventListener):
     def secure_connect_end(self, call: Any, tls_version: str | None) -> None:
         self._log(call, "secure connect end", f" {tls_version}")
 
-    def connect_end(self, call: Any, route: Any) -> None:
+    def connect_end(self, call: Any, route: Route) -> None:
         self._log(call, "connect end", f" {route}")
 
-    def connect_failed(self, call: Any, route: Any, error: BaseException) -> None:
+    def connect_failed(self, call: Any, route: Route, error: BaseException) -> None:
         self._log(call, "connect failed", f" {route}: {error}")
 
-    def connection_acquired(self, call: Any, connection: Any) -> None:
+    def connection_acquired(self, call: Any, connection: RealConnection) -> None:
         self._log(call, "connection acquired", f" {connection}")
 
-    def connection_released(self, call: Any, connection: Any) -> None:
+    def connection_released(self, call: Any, connection: RealConnection) -> None:
         self._log(call, "connection released", f" {connection}")
 
     def request_headers_start(self, call: Any) -> None:
         self._log(call, "request headers start")
 
-    def request_headers_end(self, call: Any, request: Any) -> None:
+    def request_headers_end(self, call: Any, request: Request) -> None:
         self._log(call, "request headers end")
 
     def request_body_start(self, call: Any) -> None:
@@ -150,7 +164,7 @@ class LoggingEventListener(EventListener):
     def response_headers_start(self, call: Any) -> None:
         self._log(call, "response headers start")
 
-    def response_headers_end(self, call: Any, response: Any) -> None:
+    def response_headers_end(self, call: Any, response: Response) -> None:
         self._log(call, "response headers end", f" {response.status_code} {response.reason}")
 
     def response_body_start(self, call: Any) -> None:
@@ -165,7 +179,7 @@ class LoggingEventListener(EventListener):
     def retry_decision(self, call: Any, error: BaseException, retry: bool) -> None:
         self._log(call, "retry decision", f" {'retry' if retry else 'give up'} after: {error}")
 
-    def follow_up_decision(self, call: Any, response: Any, next_request: Any) -> None:
+    def follow_up_decision(self, call: Any, response: Response, next_request: Request | None) -> None:
         self._log(
             call, "follow-up decision", f" -> {next_request!r}" if next_request is not None else " none"
         )

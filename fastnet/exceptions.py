@@ -33,9 +33,15 @@ leaking a password. ``str()`` shows ``URL.redacted()`` (no query either); ``args
 from __future__ import annotations
 
 import builtins
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastnet.url import URL, mask_password
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from fastnet.proxy import Proxy
+    from fastnet.response import Response
 
 __all__ = [
     "BodyTooLargeError",
@@ -72,7 +78,7 @@ class NetworkError(FastnetError, OSError):
     when unknown. ``recovered`` lists earlier failures of the same call that were retried.
     """
 
-    def __init__(self, message: str = "", *, url: Any = None, phase: str | None = None) -> None:
+    def __init__(self, message: str = "", *, url: URL | str | None = None, phase: str | None = None) -> None:
         OSError.__init__(self, message)
         self.message = message
         self.url = url
@@ -80,12 +86,12 @@ class NetworkError(FastnetError, OSError):
         self.recovered: list[BaseException] = []
 
     @property
-    def url(self) -> Any:
+    def url(self) -> URL | str | None:
         """The URL being fetched, without user-info; ``None`` when unknown."""
         return self._url
 
     @url.setter
-    def url(self, value: Any) -> None:
+    def url(self, value: URL | str | None) -> None:
         self._url = _without_userinfo(value)
 
     def __str__(self) -> str:
@@ -96,10 +102,10 @@ class NetworkError(FastnetError, OSError):
                 text = f"{text} ({where})" if text else where
         return text
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         return (self.__class__, (self.message,), self.__dict__)
 
-    def _locate(self, url: Any, phase: str | None) -> NetworkError:
+    def _locate(self, url: URL | str | None, phase: str | None) -> NetworkError:
         """Fill in url and phase if they are not known yet; returns self for ``raise e._locate()``."""
         if self.url is None:
             self.url = url
@@ -108,7 +114,7 @@ class NetworkError(FastnetError, OSError):
         return self
 
 
-def _without_userinfo(url: Any) -> Any:
+def _without_userinfo(url: URL | str | None) -> URL | str | None:
     """``url`` without its user-info: a URL stays a URL, text stays text (masked when it does not parse)."""
     if isinstance(url, URL):
         if url.username or url.password:
@@ -124,7 +130,7 @@ def _without_userinfo(url: Any) -> Any:
     return url
 
 
-def _redact(url: Any) -> str:
+def _redact(url: object) -> str:
     if url is None:
         return ""
     redacted = getattr(url, "redacted", None)
@@ -140,12 +146,13 @@ class ConnectError(NetworkError, builtins.ConnectionError):
         self,
         message: str = "",
         *,
-        url: Any = None,
+        url: URL | str | None = None,
         phase: str | None = "connect",
-        attempts: list[tuple[Any, BaseException]] | None = None,
+        attempts: Iterable[tuple[object, BaseException]] | None = None,
     ) -> None:
         super().__init__(message, url=url, phase=phase)
-        self.attempts: list[tuple[Any, BaseException]] = list(attempts or ())
+        # (route, error): a Route, or what the connect step tried (an address) when it had no route
+        self.attempts: list[tuple[object, BaseException]] = list(attempts or ())
 
     def __str__(self) -> str:
         text = super().__str__()
@@ -207,9 +214,9 @@ class ProxyError(NetworkError):
         self,
         message: str = "",
         *,
-        url: Any = None,
+        url: URL | str | None = None,
         phase: str | None = "proxy",
-        proxy: Any = None,
+        proxy: Proxy | str | None = None,
         status_code: int | None = None,
     ) -> None:
         super().__init__(message, url=url, phase=phase)
@@ -255,6 +262,6 @@ class CanceledError(NetworkError):
 class HTTPStatusError(FastnetError):
     """Raised by :meth:`Response.raise_for_status` for 4xx and 5xx responses."""
 
-    def __init__(self, message: str = "", *, response: Any = None) -> None:
+    def __init__(self, message: str = "", *, response: Response | None = None) -> None:
         super().__init__(message)
         self.response = response

@@ -23,21 +23,30 @@ from __future__ import annotations
 import io
 import mimetypes
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any, TypeAlias
 from urllib.parse import quote_plus
 
 __all__ = [
     "FileContent",
     "FileTypes",
+    "FilesLike",
     "MultipartBody",
+    "PairValue",
     "PairsLike",
+    "ParamsLike",
     "encode_pairs",
     "pairs_of",
 ]
 
+_Scalar: TypeAlias = str | bytes | bytearray | int | float
+#: One value of a query or form: text, bytes or a number; a list or tuple of them repeats the key;
+#: ``None`` is left out.
+PairValue: TypeAlias = _Scalar | Sequence[_Scalar | None] | None
 #: What ``params=`` and a form's ``data=`` accept (besides an already encoded ``str``/``bytes``).
-PairsLike: TypeAlias = Mapping[Any, Any] | Iterable[tuple[Any, Any]]
+PairsLike: TypeAlias = Mapping[str, PairValue] | Iterable[tuple[_Scalar, PairValue]]
+#: ``params=``: pairs, or a query string already encoded.
+ParamsLike: TypeAlias = PairsLike | str | bytes | bytearray
 #: A file's content: a binary file object, ``bytes`` or ``str``.
 FileContent: TypeAlias = IO[bytes] | bytes | str
 #: One ``files=`` value: the content, or ``(filename, content[, content_type[, headers]])``.
@@ -47,20 +56,22 @@ FileTypes: TypeAlias = (
     | tuple[str | None, FileContent, str | None]
     | tuple[str | None, FileContent, str | None, Mapping[str, str]]
 )
+#: ``files=``: a mapping of field names to files, or ``(name, file)`` pairs.
+FilesLike: TypeAlias = Mapping[str, FileTypes] | Iterable[tuple[str, FileTypes]]
 
 _PIECE = 65536
 
 
-def pairs_of(value: Any, what: str) -> list[tuple[Any, Any]]:
+def pairs_of(value: object, what: str) -> list[tuple[object, object]]:
     """``value`` (a mapping or an iterable of pairs) as a list of ``(key, value)``, lists expanded and
     ``None`` values left out."""
     if isinstance(value, Mapping):
-        items: Iterable[Any] = value.items()
+        items: Iterable[object] = value.items()
     elif isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Iterable):
         raise TypeError(f"{what} must be a mapping or (key, value) pairs, not {type(value).__name__}")
     else:
         items = value
-    out: list[tuple[Any, Any]] = []
+    out: list[tuple[object, object]] = []
     for item in items:
         if not isinstance(item, (tuple, list)) or len(item) != 2:
             raise TypeError(f"{what}: each item must be a (key, value) pair, not {item!r}")
@@ -72,7 +83,7 @@ def pairs_of(value: Any, what: str) -> list[tuple[Any, Any]]:
     return out
 
 
-def _text(value: Any, what: str) -> str | bytes:
+def _text(value: object, what: str) -> str | bytes:
     if isinstance(value, (str, bytes)):
         return value
     if isinstance(value, bytearray):
@@ -82,7 +93,7 @@ def _text(value: Any, what: str) -> str | bytes:
     raise TypeError(f"{what}: a value must be a str, bytes or a number, not {type(value).__name__}")
 
 
-def encode_pairs(value: Any, what: str = "params") -> str:
+def encode_pairs(value: ParamsLike, what: str = "params") -> str:
     """A query string or form body (``a=1&b=x+y``) from a mapping, pairs, or an encoded ``str``/``bytes``."""
     if isinstance(value, str):
         return value.lstrip("?")
@@ -94,7 +105,7 @@ def encode_pairs(value: Any, what: str = "params") -> str:
     return "&".join(parts)
 
 
-def _keys(value: Any, what: str) -> set[str]:
+def _keys(value: ParamsLike, what: str) -> set[str]:
     """The keys a params value sets (for merging the client's under a request's)."""
     if isinstance(value, (str, bytes, bytearray)):
         text = value.decode("ascii") if isinstance(value, (bytes, bytearray)) else value
@@ -110,7 +121,7 @@ def _keys(value: Any, what: str) -> set[str]:
     return out
 
 
-def merge_params(client: Any, request: Any) -> str:
+def merge_params(client: ParamsLike, request: ParamsLike | None) -> str:
     """The client's ``params`` under the request's: a key the request sets replaces the client's."""
     if client is None:
         return encode_pairs(request)
@@ -130,7 +141,7 @@ def _escape(value: str) -> str:
     return value.replace('"', "%22").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def _header_text(value: Any, what: str) -> str:
+def _header_text(value: object, what: str) -> str:
     if isinstance(value, bytes):
         value = value.decode("utf-8")
     if not isinstance(value, str):
@@ -141,7 +152,9 @@ def _header_text(value: Any, what: str) -> str:
 class _Part:
     __slots__ = ("head", "data", "file", "start", "size")
 
-    def __init__(self, head: bytes, data: bytes | None, file: Any, start: int, size: int) -> None:
+    def __init__(
+        self, head: bytes, data: bytes | None, file: IO[bytes] | None, start: int, size: int
+    ) -> None:
         self.head = head  # the part's header lines and the blank line after them
         self.data = data  # in-memory content, or None for a file
         self.file = file
@@ -149,7 +162,7 @@ class _Part:
         self.size = size  # content length, -1 when unknown (a pipe)
 
 
-def _file_size(file: Any) -> tuple[int, int]:
+def _file_size(file: IO[bytes]) -> tuple[int, int]:
     """``(start, size)`` of a binary file from its current position; ``(0, -1)`` when it cannot seek."""
     try:
         if not file.seekable():
@@ -179,7 +192,9 @@ class MultipartBody:
     content_type: str
     one_shot: bool
 
-    def __init__(self, data: Any = None, files: Any = None, *, boundary: str | None = None) -> None:
+    def __init__(
+        self, data: PairsLike | None = None, files: FilesLike | None = None, *, boundary: str | None = None
+    ) -> None:
         if boundary is None:
             boundary = os.urandom(16).hex()
         elif not boundary or len(boundary) > 70 or any(c in boundary for c in '\r\n"'):
@@ -208,7 +223,7 @@ class MultipartBody:
             self.length = framing + sum(sizes) + len(boundary) + 6
 
     @staticmethod
-    def _file_items(files: Any) -> list[tuple[Any, Any]]:
+    def _file_items(files: FilesLike) -> list[tuple[str, FileTypes]]:
         if isinstance(files, Mapping):
             return list(files.items())
         if isinstance(files, (str, bytes)) or not isinstance(files, Iterable):
@@ -237,10 +252,10 @@ class MultipartBody:
                 raise ValueError(f"a multipart header line cannot hold CR, LF or NUL: {line[:60]!r}")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
 
-    def _file_part(self, name: str, value: Any) -> _Part:
-        filename: Any = _UNSET
-        content_type: Any = None
-        headers: Any = None
+    def _file_part(self, name: str, value: FileTypes) -> _Part:
+        filename: str | None = _UNSET
+        content_type: str | None = None
+        headers: Mapping[str, str] | None = None
         if isinstance(value, tuple):
             if not 2 <= len(value) <= 4:
                 raise ValueError(
@@ -294,7 +309,7 @@ class MultipartBody:
             if part.data is not None:
                 pending += part.data
             else:
-                file = part.file
+                file: IO[bytes] = part.file  # type: ignore[assignment]  # a part without data has a file
                 left = part.size
                 if left >= 0:
                     file.seek(part.start)
@@ -324,4 +339,4 @@ class MultipartBody:
         return f"<MultipartBody {len(self.parts)} parts, {self.length} bytes>"
 
 
-_UNSET: Any = object()
+_UNSET: Any = object()  # "no filename given": stands in for a str | None, so it is typed Any

@@ -9,7 +9,13 @@ parts) without copying them: the per-request path builds every header block it s
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Union
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    #: What a header value may be given as: text, latin-1 bytes, or a number (see :func:`check_value`).
+    HeaderValue: TypeAlias = "str | bytes | int | float"
 
 __all__ = [
     "EMPTY_HEADERS",
@@ -24,7 +30,7 @@ __all__ = [
 ]
 
 #: What every API that takes headers accepts: ``Headers``, a mapping, or ``(name, value)`` pairs.
-HeadersLike = Union["Headers", Mapping[str, Any], Iterable[tuple[str, Any]]]
+HeadersLike = Union["Headers", Mapping[str, "HeaderValue"], Iterable[tuple[str, "HeaderValue"]]]
 
 SENSITIVE = frozenset(("authorization", "cookie", "proxy-authorization", "set-cookie"))
 # RFC 9110 §5.6.2: token = 1*tchar; tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." /
@@ -158,14 +164,14 @@ class Headers:
     def values(self) -> list[str]:
         return [v for _, v in self._items]
 
-    def add(self, name: str, value: Any) -> Headers:
+    def add(self, name: str, value: HeaderValue) -> Headers:
         """A copy with one more field."""
         name = check_name(name)
         items = list(self._items)
         items.append((name, check_value(name, value)))
         return headers_from_list(items)
 
-    def set(self, name: str, value: Any) -> Headers:
+    def set(self, name: str, value: HeaderValue) -> Headers:
         """A copy where ``name`` has exactly this one value (in place of the first occurrence)."""
         name = check_name(name)
         value = check_value(name, value)

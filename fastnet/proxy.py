@@ -20,7 +20,7 @@ import ipaddress
 import os
 import re
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 from urllib.parse import unquote
 
 from fastnet.url import URL, mask_password
@@ -43,7 +43,7 @@ _DEFAULT_PORTS = {"http": 80, "https": 443, "socks5": 1080, "socks5h": 1080, "so
 _BAD_HOST_CHARS = re.compile(r"[\x00-\x20\x7f/\\?#@\[\]<>\"`{}|^%]")
 
 
-def _normalize_host(host: Any) -> str:
+def _normalize_host(host: object) -> str:
     if not isinstance(host, str):
         raise TypeError(f"proxy host must be a str, not {type(host).__name__}")
     text = host.strip()
@@ -67,7 +67,7 @@ def _normalize_host(host: Any) -> str:
     return text
 
 
-def _check_credential(value: Any, what: str) -> str | None:
+def _check_credential(value: object, what: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
@@ -120,7 +120,8 @@ class Proxy:
     is_socks: bool
     #: ``"Basic <base64>"`` for an HTTP proxy with credentials, else ``None``.
     authorization: str | None
-    _key: tuple[Any, ...]
+    # (type, host, port, username, password, tls, socks_version, remote_dns): equality and hash
+    _key: tuple[ProxyType, str | None, int | None, str | None, str | None, bool, int | None, bool]
     _hash: int
 
     NO_PROXY: Proxy  # set below
@@ -348,13 +349,13 @@ class Proxy:
     def __hash__(self) -> int:
         return self._hash
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Proxy is immutable")
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError("Proxy is immutable")
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         return (
             _rebuild,
             (
@@ -372,12 +373,12 @@ class Proxy:
 
 def _rebuild(
     type_: ProxyType,
-    host: Any,
-    port: Any,
-    username: Any,
-    password: Any,
+    host: str | None,
+    port: int | None,
+    username: str | None,
+    password: str | None,
     tls: bool,
-    version: Any,
+    version: int | None,
     remote_dns: bool,
 ) -> Proxy:
     if type_ is ProxyType.DIRECT:

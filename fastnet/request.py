@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import json as _json
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import IO, Any, Union
+from typing import IO, TYPE_CHECKING, Any, Union
 
 from fastnet.cookies import cookie_pairs_header
 from fastnet.forms import MultipartBody, encode_pairs
@@ -26,6 +26,21 @@ from fastnet.proxy import Proxy
 from fastnet.timeout import USE_CLIENT_DEFAULT, as_timeout
 from fastnet.url import URL
 from fastnet.url import _cache as _URL_CACHE
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from typing_extensions import TypeIs
+
+    from fastnet.authenticator import AuthenticatorLike
+    from fastnet.cookies import Cookie
+    from fastnet.forms import FilesLike, PairsLike, ParamsLike
+    from fastnet.timeout import Timeout, TimeoutTypes, UseClientDefault
+
+    #: ``cookies=``: a mapping or ``(name, value)`` pairs, or a jar's ``Cookie`` objects.
+    CookiesLike: TypeAlias = "Mapping[str, str] | Iterable[tuple[str, str] | Cookie]"
+    #: What the call takes from a request: ``(timeout, follow_redirects, authenticator)``.
+    CallOptions: TypeAlias = "tuple[Timeout | UseClientDefault, bool | None, AuthenticatorLike | None]"
 
 __all__ = [
     "KNOWN_METHODS",
@@ -108,7 +123,7 @@ class RequestBody:
             self.one_shot = bool(one_shot)
             return
         if hasattr(data, "read"):
-            file: Any = data
+            file: IO[bytes] | IO[str] = data  # type: ignore[assignment]  # it has read(): a file
             self._data = file
             self._kind = KIND_FILE
             seekable = False
@@ -206,7 +221,7 @@ class RequestBody:
         return self._used
 
 
-def _file_chunks(f: Any) -> Iterator[bytes]:
+def _file_chunks(f: IO[bytes] | IO[str]) -> Iterator[bytes]:
     while True:
         block = f.read(65536)
         if not block:
@@ -261,7 +276,7 @@ class Request:
     tag: object
     # (timeout, follow_redirects, authenticator): what the call takes from this request, or None (unset
     # in the pure build's fast path: read it with getattr(request, "_options", None))
-    _options: tuple[Any, Any, Any] | None
+    _options: CallOptions | None
 
     def __init__(
         self,
@@ -269,16 +284,16 @@ class Request:
         url: str | URL,
         headers: HeadersLike | None = None,
         body: BodyLike | None = None,
-        json: Any = None,
+        json: object = None,
         proxy: Proxy | str | None = None,
         tag: object = None,
         *,
-        params: Any = None,
-        data: Any = None,
-        files: Any = None,
-        auth: Any = None,
-        cookies: Any = None,
-        timeout: Any = USE_CLIENT_DEFAULT,
+        params: ParamsLike | None = None,
+        data: PairsLike | BodyLike | None = None,
+        files: FilesLike | None = None,
+        auth: tuple[str, str] | AuthenticatorLike | None = None,
+        cookies: CookiesLike | None = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
         follow_redirects: bool | None = None,
     ) -> None:
         if type(method) is not str or method not in KNOWN_METHODS:
@@ -327,14 +342,14 @@ class Request:
             proxy = proxy_from_url(proxy)
         self.url = parsed
         self.headers = hdrs
-        self.body = body  # type: ignore[assignment]  # a RequestBody by now
+        self.body = body
         self.proxy = proxy
         self.tag = tag
         if options is not None:
             self._options = options
 
     @property
-    def timeout(self) -> Any:
+    def timeout(self) -> Timeout | UseClientDefault:
         """This request's ``timeout=`` as a ``fastnet.Timeout`` (``USE_CLIENT_DEFAULT`` when not given)."""
         options = getattr(self, "_options", None)
         return USE_CLIENT_DEFAULT if options is None else options[0]
@@ -346,7 +361,7 @@ class Request:
         return None if options is None else options[1]
 
     @property
-    def authenticator(self) -> Any:
+    def authenticator(self) -> AuthenticatorLike | None:
         """The ``Authenticator`` given as this request's ``auth=`` (None: the client's)."""
         options = getattr(self, "_options", None)
         return None if options is None else options[2]
@@ -406,7 +421,7 @@ def make_request(
     return new
 
 
-def basic_authorization(user: Any, password: Any) -> str:
+def basic_authorization(user: str | bytes, password: str | bytes) -> str:
     """``Basic base64(user ":" password)`` in UTF-8 (RFC 7617), for ``auth=(user, password)``."""
     if isinstance(user, bytes):
         user = user.decode("utf-8")
@@ -430,7 +445,7 @@ def with_query(url: URL, query: str) -> URL:
 _PROXIES: dict[str, Proxy] = {}
 
 
-def proxy_from_url(value: Any) -> Proxy:
+def proxy_from_url(value: object) -> Proxy:
     """A per-request ``proxy=`` given as a URL, parsed once (rotating through a list costs a dict lookup)."""
     if not isinstance(value, str):
         raise TypeError(f"proxy must be a fastnet.Proxy or a proxy URL, not {type(value).__name__}")
@@ -443,7 +458,7 @@ def proxy_from_url(value: Any) -> Proxy:
     return proxy
 
 
-def _is_pairs(value: Any) -> bool:
+def _is_pairs(value: object) -> TypeIs[PairsLike]:
     """A mapping, or a list/tuple of 2-item tuples: form fields rather than a body."""
     if isinstance(value, Mapping):
         return True
@@ -455,22 +470,23 @@ def _is_pairs(value: Any) -> bool:
 def _apply_options(
     url: URL,
     headers: Headers,
-    body: Any,
-    params: Any,
-    data: Any,
-    files: Any,
-    auth: Any,
-    cookies: Any,
-    timeout: Any,
-    follow_redirects: Any,
-) -> tuple[URL, Headers, Any, Any]:
+    body: RequestBody | None,
+    params: ParamsLike | None,
+    data: PairsLike | BodyLike | None,
+    files: FilesLike | None,
+    auth: tuple[str, str] | AuthenticatorLike | None,
+    cookies: CookiesLike | None,
+    timeout: TimeoutTypes | UseClientDefault,
+    follow_redirects: object,
+) -> tuple[URL, Headers, RequestBody | None, CallOptions | None]:
     """``Request(...)``'s keyword-only options applied: the URL, headers and body, and the call settings."""
     if params is not None:
         url = with_query(url, encode_pairs(params, "params"))
     if files is not None:
         if body is not None:
             raise ValueError("pass either body= or files=, not both")
-        multipart = MultipartBody(data, files, boundary=_boundary_of(headers))
+        # with files=, data= must be form fields: MultipartBody refuses a body
+        multipart = MultipartBody(data, files, boundary=_boundary_of(headers))  # type: ignore[arg-type]
         body = RequestBody(
             multipart,
             multipart.content_type,
@@ -533,7 +549,7 @@ def _boundary_of(headers: Headers) -> str | None:
     return None
 
 
-def _set_once(self: Any, name: str, value: Any) -> None:
+def _set_once(self: object, name: str, value: object) -> None:
     """Pure build: a Request field can be set while the object is built, never changed afterwards.
     (The compiled build declares the fields ``readonly`` in the .pxd, which does the same in C.)"""
     try:

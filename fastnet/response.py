@@ -24,10 +24,21 @@ from fastnet.exceptions import BodyTooLargeError, HTTPStatusError
 from fastnet.headers import Headers, HeadersLike, as_headers
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, Generator
+    from typing import Protocol
+
+    from typing_extensions import Buffer
+
     from fastnet.request import Request
     from fastnet.route import Route
     from fastnet.timings import Timings
     from fastnet.url import URL
+
+    class _Writer(Protocol):
+        """What ``write_to`` writes to: ``write(bytes-like)`` (an ``awrite_to`` target's may be awaitable)."""
+
+        def write(self, data: memoryview, /) -> object: ...
+
 
 __all__ = ["STATUS_REASONS", "Response", "ResponseBodySource", "make_response"]
 
@@ -345,7 +356,7 @@ class Response:
                 pass
         return decode_guessing(content, self.headers.get("content-type"))
 
-    def json(self, **kwargs: Any) -> Any:
+    def json(self, **kwargs: Any) -> Any:  # json.loads's options; any JSON value
         return _json.loads(self.content, **kwargs)
 
     @property
@@ -377,7 +388,7 @@ class Response:
             raise RuntimeError("the body of a prior response is unreadable (it was closed by a follow-up)")
         return self._content
 
-    async def aiter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]:
+    async def aiter_bytes(self, chunk_size: int | None = None) -> AsyncGenerator[bytes, None]:
         """Iterate over the (decoded) body as it arrives; ``chunk_size`` regroups the pieces."""
         source = self._source
         if source is None:
@@ -424,7 +435,7 @@ class Response:
         source = self._source
         lines = _Lines(source.body_limit() if source is not None else 0, self.url)
         decoder = _incremental_decoder(self.encoding)
-        chunks: Any = self.aiter_bytes()  # a generator: closed at once when a line is too long
+        chunks = self.aiter_bytes()  # a generator: closed at once when a line is too long
         try:
             async for chunk in chunks:
                 for line in lines.feed(decoder.decode(chunk)):
@@ -442,7 +453,7 @@ class Response:
         if lines.parts:
             yield "".join(lines.parts)
 
-    async def areadinto(self, buffer: Any) -> int:
+    async def areadinto(self, buffer: Buffer) -> int:
         """Read the next bytes of the (decoded) body into ``buffer``, a writable bytes-like object (a
         ``bytearray``, a ``memoryview``, an ``array``...): how many, 0 at the end of the body. The blocking
         client receives a plain Content-Length body straight into ``buffer``, with no bytes object in
@@ -458,7 +469,7 @@ class Response:
             self._source = None
         return n
 
-    async def aiter_into(self, buffer: Any) -> AsyncIterator[memoryview]:
+    async def aiter_into(self, buffer: Buffer) -> AsyncIterator[memoryview]:
         """Iterate over the (decoded) body as views of ``buffer``, each holding the next bytes: the same
         memory every time, so a view is good until the next step, and no bytes object is made per piece."""
         view = _byte_view(buffer)
@@ -487,7 +498,7 @@ class Response:
             if self._source is source and source.done:
                 self._source = None
 
-    async def awrite_to(self, file: Any, buffer_size: int = 1 << 18) -> int:
+    async def awrite_to(self, file: _Writer, buffer_size: int = 1 << 18) -> int:
         """Stream the (decoded) body into ``file`` (anything with ``write(bytes-like)``) through one reused
         ``buffer_size``-byte buffer; returns the number of bytes written.
         .. async-only
@@ -516,7 +527,7 @@ class Response:
     async def __aenter__(self) -> Response:
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     async def _astripped(self) -> Response:
@@ -540,7 +551,7 @@ class Response:
             raise RuntimeError("the body of a prior response is unreadable (it was closed by a follow-up)")
         return self._content
 
-    def iter_bytes(self, chunk_size: int | None = None) -> Iterator[bytes]:
+    def iter_bytes(self, chunk_size: int | None = None) -> Generator[bytes, None]:
         """Iterate over the (decoded) body as it arrives; ``chunk_size`` regroups the pieces."""
         source = self._source
         if source is None:
@@ -587,7 +598,7 @@ class Response:
         source = self._source
         lines = _Lines(source.body_limit() if source is not None else 0, self.url)
         decoder = _incremental_decoder(self.encoding)
-        chunks: Any = self.iter_bytes()  # a generator: closed at once when a line is too long
+        chunks = self.iter_bytes()  # a generator: closed at once when a line is too long
         try:
             for chunk in chunks:
                 for line in lines.feed(decoder.decode(chunk)):
@@ -605,7 +616,7 @@ class Response:
         if lines.parts:
             yield "".join(lines.parts)
 
-    def readinto(self, buffer: Any) -> int:
+    def readinto(self, buffer: Buffer) -> int:
         """Read the next bytes of the (decoded) body into ``buffer``, a writable bytes-like object (a
         ``bytearray``, a ``memoryview``, an ``array``...): how many, 0 at the end of the body. The blocking
         client receives a plain Content-Length body straight into ``buffer``, with no bytes object in
@@ -621,7 +632,7 @@ class Response:
             self._source = None
         return n
 
-    def iter_into(self, buffer: Any) -> Iterator[memoryview]:
+    def iter_into(self, buffer: Buffer) -> Iterator[memoryview]:
         """Iterate over the (decoded) body as views of ``buffer``, each holding the next bytes: the same
         memory every time, so a view is good until the next step, and no bytes object is made per piece."""
         view = _byte_view(buffer)
@@ -650,7 +661,7 @@ class Response:
             if self._source is source and source.done:
                 self._source = None
 
-    def write_to(self, file: Any, buffer_size: int = 1 << 18) -> int:
+    def write_to(self, file: _Writer, buffer_size: int = 1 << 18) -> int:
         """Stream the (decoded) body into ``file`` (anything with ``write(bytes-like)``) through one reused
         ``buffer_size``-byte buffer; returns the number of bytes written.
         """
@@ -673,7 +684,7 @@ class Response:
     def __enter__(self) -> Response:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _stripped(self) -> Response:
@@ -708,7 +719,7 @@ class Response:
         return f"<Response [{self.status_code} {self.reason}]>"
 
 
-def _plain_str(value: Any, what: str) -> str:
+def _plain_str(value: object, what: str) -> str:
     """``value`` as a plain ``str``: a str subclass (an ``enum.StrEnum`` member) gives its characters."""
     if type(value) is str:
         return value
@@ -717,7 +728,7 @@ def _plain_str(value: Any, what: str) -> str:
     return str.__str__(value)
 
 
-def _byte_view(buffer: Any) -> memoryview:
+def _byte_view(buffer: Buffer) -> memoryview:
     """``buffer`` as a writable one-dimensional byte view (``TypeError`` when it is not one)."""
     view = memoryview(buffer)
     if view.readonly:
@@ -743,7 +754,7 @@ class _Lines:
 
     __slots__ = ("parts", "size", "after_cr", "too_long", "limit", "url")
 
-    def __init__(self, limit: int, url: Any) -> None:
+    def __init__(self, limit: int, url: URL | None) -> None:
         self.parts: list[str] = []  # the unfinished line, in pieces
         self.size = 0  # its length
         self.after_cr = False  # the last piece ended with "\r"

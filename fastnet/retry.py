@@ -40,7 +40,7 @@ from __future__ import annotations
 import email.utils
 import random
 import time
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from fastnet.exceptions import (
     CallTimeout,
@@ -52,6 +52,39 @@ from fastnet.exceptions import (
     TimeoutError,
     TlsVerificationError,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Protocol, TypedDict, Unpack
+
+    from fastnet._internal._async.real_call import AsyncRealCall
+    from fastnet.interceptor import Chain
+    from fastnet.request import Request
+    from fastnet.response import Response
+    from fastnet.url import URL
+
+    class AsyncChain(Protocol):
+        """What ``aintercept`` uses of the chain ``fastnet.AsyncClient`` gives it: ``Chain``'s request and
+        call, and a ``proceed`` that is awaited."""
+
+        request: Request
+        call: AsyncRealCall
+
+        async def proceed(self, request: Request) -> Response: ...
+
+    class _Options(TypedDict, total=False):
+        """``Retry``'s parameters, as ``replace()`` takes them."""
+
+        total: int
+        backoff_factor: float
+        backoff_max: float
+        jitter: float
+        status_forcelist: Iterable[int]
+        allowed_methods: Iterable[str]
+        respect_retry_after: bool
+        retry_on_timeout: bool
+        history: Iterable[RequestHistory]
+
 
 __all__ = [
     "DEFAULT_ALLOWED_METHODS",
@@ -70,12 +103,12 @@ class RequestHistory(NamedTuple):
     """One retried attempt: its method and URL, and the error or status that caused the retry."""
 
     method: str
-    url: Any
+    url: URL | str | None
     error: BaseException | None
     status: int | None
 
 
-def parse_retry_after(value: Any, now: float | None = None) -> float | None:
+def parse_retry_after(value: object, now: float | None = None) -> float | None:
     """Seconds to wait from a ``Retry-After`` value (delay-seconds or an HTTP date); None if malformed.
 
     >>> parse_retry_after("120"), parse_retry_after("soon"), parse_retry_after("-1")
@@ -106,7 +139,7 @@ def parse_retry_after(value: Any, now: float | None = None) -> float | None:
     return max(0.0, when - current)
 
 
-def _number(name: str, value: Any) -> float:
+def _number(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number, not {type(value).__name__}")
     if value != value or value < 0 or value == float("inf"):
@@ -157,11 +190,11 @@ class Retry:
         backoff_factor: float = 0.0,
         backoff_max: float = 120.0,
         jitter: float = 0.0,
-        status_forcelist: Any = (),
-        allowed_methods: Any = DEFAULT_ALLOWED_METHODS,
+        status_forcelist: Iterable[int] = (),
+        allowed_methods: Iterable[str] = DEFAULT_ALLOWED_METHODS,
         respect_retry_after: bool = True,
         retry_on_timeout: bool = False,
-        history: Any = (),
+        history: Iterable[RequestHistory] = (),
     ) -> None:
         if isinstance(total, bool) or not isinstance(total, int):
             raise TypeError(f"total must be an int, not {type(total).__name__}")
@@ -190,7 +223,7 @@ class Retry:
         set_(self, "retry_on_timeout", retry_on_timeout)
         set_(self, "history", tuple(history))
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Retry is immutable; use replace() or increment()")
 
     def __delattr__(self, name: str) -> None:
@@ -198,7 +231,7 @@ class Retry:
 
     # -- policy ---------------------------------------------------------------------------------
 
-    def replace(self, **changes: Any) -> Retry:
+    def replace(self, **changes: Unpack[_Options]) -> Retry:
         """A copy with some parameters changed."""
         params = {name: getattr(self, name) for name in self.__slots__}
         unknown = set(changes) - set(params)
@@ -210,8 +243,8 @@ class Retry:
     def increment(
         self,
         method: str | None = None,
-        url: Any = None,
-        response: Any = None,
+        url: URL | str | None = None,
+        response: Response | None = None,
         error: BaseException | None = None,
     ) -> Retry:
         """The policy after one more retry: ``total`` one lower, the attempt added to ``history``."""
@@ -261,7 +294,7 @@ class Retry:
             value += random.uniform(0.0, self.jitter)
         return max(0.0, min(self.backoff_max, value))
 
-    def get_retry_after(self, response: Any) -> float | None:
+    def get_retry_after(self, response: Response) -> float | None:
         """The response's ``Retry-After`` in seconds (None when absent, malformed, or not respected)."""
         if not self.respect_retry_after:
             return None
@@ -270,14 +303,14 @@ class Retry:
     # -- the interceptor: the asyncio client calls aintercept, the blocking one intercept (generated) --
 
     # unasync: begin
-    async def aintercept(self, chain: Any) -> Any:
+    async def aintercept(self, chain: AsyncChain) -> Response:
         call = chain.call
         request = chain.request
         body = request.body
         replayable = body is None or not body.one_shot
         method = request.method
         retry = self
-        prior: Any = None
+        prior: Response | None = None
         errors: list[BaseException] = []
         while True:
             try:
@@ -322,14 +355,14 @@ class Retry:
     # unasync: end
 
     # unasync: generated
-    def intercept(self, chain: Any) -> Any:
+    def intercept(self, chain: Chain) -> Response:
         call = chain.call
         request = chain.request
         body = request.body
         replayable = body is None or not body.one_shot
         method = request.method
         retry = self
-        prior: Any = None
+        prior: Response | None = None
         errors: list[BaseException] = []
         while True:
             try:
@@ -393,7 +426,7 @@ class Retry:
         return hash((self.total, self.backoff_factor, self.status_forcelist, self.allowed_methods))
 
 
-def _attach_prior(response: Any, prior: Any) -> None:
+def _attach_prior(response: Response, prior: Response) -> None:
     """Make ``prior`` the oldest entry of ``response.history``."""
     oldest = response
     for _ in range(10_000):

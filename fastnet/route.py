@@ -16,11 +16,15 @@ Compiled in place, typed by its ``.pxd``, in the compiled build. Both classes ar
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastnet.proxy import Proxy
 from fastnet.url import URL
+
+if TYPE_CHECKING:
+    from fastnet.authenticator import AuthenticatorLike
+    from fastnet.dns._base import DnsLike
+    from fastnet.proxy import ProxySelector
 
 __all__ = ["Address", "Route", "is_ip_literal"]
 
@@ -54,7 +58,7 @@ def _bracket(host: str) -> str:
     return "[" + host + "]" if ":" in host else host
 
 
-def _ident(obj: Any) -> int:
+def _ident(obj: object) -> int:
     return 0 if obj is None else id(obj)
 
 
@@ -92,10 +96,10 @@ class Address:
         port: int,
         *,
         proxy: Proxy | None = None,
-        proxy_selector: Any = None,
-        dns: Any = None,
-        ssl_context: Any = None,
-        proxy_authenticator: Any = None,
+        proxy_selector: ProxySelector | None = None,
+        dns: DnsLike | None = None,
+        ssl_context: Any = None,  # an ssl.SSLContext for https (the engine reads it unchecked), else None
+        proxy_authenticator: AuthenticatorLike | None = None,
         local_address: str | None = None,
     ) -> None:
         if scheme != "http" and scheme != "https":
@@ -182,17 +186,17 @@ class Address:
         extra = "" if self.proxy is None else f", proxy={self.proxy!r}"
         return f"Address({self.scheme!r}, {self.host!r}, {self.port!r}{extra})"
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         # Only reached in the pure build (compiled attributes are read-only from Python).
         if name[0] != "_" and hasattr(self, name):
             raise AttributeError("Address is immutable")
         object.__setattr__(self, name, value)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild_address, (self.scheme, self.host, self.port, self.proxy))
 
 
-def _rebuild_address(scheme: str, host: str, port: int, proxy: Any) -> Address:
+def _rebuild_address(scheme: str, host: str, port: int, proxy: Proxy | None) -> Address:
     return Address(scheme, host, port, proxy=proxy)
 
 
@@ -210,13 +214,13 @@ class Route:
 
     __slots__ = ("address", "proxy", "socket_address", "requires_tunnel", "_hash")
 
-    def __init__(self, address: Address, proxy: Proxy, socket_address: Sequence[Any]) -> None:
+    def __init__(self, address: Address, proxy: Proxy, socket_address: tuple[str, int]) -> None:
         if not isinstance(address, Address):
             raise TypeError(f"Route address must be an Address, not {type(address).__name__}")
         if not isinstance(proxy, Proxy):
             raise TypeError(f"Route proxy must be a Proxy, not {type(proxy).__name__}")
         if type(socket_address) is not tuple:
-            socket_address = tuple(socket_address)
+            socket_address = tuple(socket_address)  # type: ignore[assignment]  # a list: (host, port)
         if len(socket_address) != 2:
             raise ValueError(f"Route socket_address must be (host, port), not {socket_address!r}")
         self.address = address
@@ -277,10 +281,10 @@ class Route:
     def __repr__(self) -> str:
         return f"Route({self.address!r}, {self.proxy!r}, {self.socket_address!r})"
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if name[0] != "_" and hasattr(self, name):
             raise AttributeError("Route is immutable")
         object.__setattr__(self, name, value)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         return (Route, (self.address, self.proxy, self.socket_address))

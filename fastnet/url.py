@@ -23,10 +23,39 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
+if TYPE_CHECKING:
+    from typing import TypedDict, Unpack
+
+    class _Parts(TypedDict):
+        """The parts of a URL that :meth:`URL.replace` changes."""
+
+        scheme: str
+        username: str
+        password: str
+        host: str
+        port: int
+        path: str
+        query: str | None
+        fragment: str | None
+
+    class _Changes(TypedDict, total=False):
+        """``URL.replace``'s keyword arguments: any of the parts."""
+
+        scheme: str
+        username: str
+        password: str
+        host: str
+        port: int
+        path: str
+        query: str | None
+        fragment: str | None
+
+
 __all__ = ["URL", "DEFAULT_PORTS", "header_reference", "mask_password"]
+
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _SCHEME_ALIASES = {"ws": "http", "wss": "https"}
@@ -242,7 +271,7 @@ class URL:
         """Parse ``url`` (cached); a ``URL`` is returned as it is."""
         return cls(url)
 
-    def _parse(self, text: Any) -> None:
+    def _parse(self, text: object) -> None:
         if not isinstance(text, str):
             raise TypeError(f"URL must be a str or URL, not {type(text).__name__}")
         stripped = text.strip(" ")
@@ -390,9 +419,9 @@ class URL:
         directory = self.path[: self.path.rfind("/") + 1] or "/"
         return URL(base + directory + ref)
 
-    def replace(self, **changes: Any) -> URL:
+    def replace(self, **changes: Unpack[_Changes]) -> URL:
         """Return a URL with some parts changed: ``scheme``, ``host``, ``port``, ``path``, ``query``..."""
-        parts: dict[str, Any] = {
+        parts: _Parts = {
             "scheme": self.scheme,
             "username": self.username,
             "password": self.password,
@@ -469,11 +498,11 @@ class URL:
             h = self._hash = hash(str(self))
         return h
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if name in ("_text", "_hash") or not hasattr(self, name):
             object.__setattr__(self, name, value)
         else:
             raise AttributeError(f"URL is immutable; use URL.replace({name}=...)")
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         return (URL, (str(self),))

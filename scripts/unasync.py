@@ -17,16 +17,19 @@ Two kinds of generation:
   the lines between the ``# unasync: generated`` and ``# unasync: generated end`` markers that follow
   are rewritten from them.
 
-The rewriting is textual, as httpcore's unasync is: ``async def`` → ``def``, ``await x`` → ``x``, ``async
-for``/``async with`` → ``for``/``with``, ``AsyncName`` → ``Name``, ``fastnet._internal._async`` →
-``fastnet._internal._sync``, ``async_module`` → ``module``, ``new_async_x`` → ``new_x``, ``Awaitable[T]`` →
-``T`` (and its import), and the method names in ``NAMES``. Markers let a source say what only one side has: a
-line ending in ``# async-only`` is dropped, and so is every line between ``# unasync: skip`` and ``# unasync:
-skip end``; a comment line ``# sync-only: <code>`` becomes ``<code>``. In docstrings, a paragraph opened by a
-``.. async-only`` line is dropped, one opened by ``.. sync-only`` is kept as written (it speaks of the
-generated file), each closed by ``.. end``; the marker lines are RST comments, so they do not show in rendered
-docs. The result's imports are sorted and it is formatted with ruff (renamed modules sort elsewhere, and lines
-that lost an ``await`` may now fit on one line). """
+The rewriting is textual, as httpcore's unasync is: ``async def`` → ``def``, ``await x`` → ``x``,
+``async for``/``async with`` → ``for``/``with``, ``AsyncName`` → ``Name``,
+``fastnet._internal._async`` → ``fastnet._internal._sync``, ``async_module`` → ``module``,
+``new_async_x`` → ``new_x``, ``Awaitable[T]`` → ``T`` (and its import), and the method names in
+``NAMES``. Markers let a source say what only one side has: a line ending in ``# async-only`` is
+dropped, and so is every line between ``# unasync: skip`` and ``# unasync: skip end``; a comment line
+``# sync-only: <code>`` becomes ``<code>``.
+In docstrings, a paragraph opened by a ``.. async-only`` line is dropped, one opened by ``.. sync-only``
+is kept as written (it speaks of the generated file), each closed by ``.. end``; the marker lines are RST
+comments, so they do not show in rendered docs.
+The result's imports are sorted and it is formatted with ruff (renamed modules sort elsewhere, and
+lines that lost an ``await`` may now fit on one line).
+"""
 
 from __future__ import annotations
 

@@ -36,12 +36,15 @@ import json
 import logging
 import sys
 import zlib
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import fastnet
 from fastnet._internal.http1.decoders import DecodeError
 from fastnet.cli._text import BINARY_OUTPUT, TerminalGuard, printable
 from fastnet.testing import MockResponse, MockServer
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 __all__ = ["EXIT_CODES", "add_parser", "exit_code", "run", "write_out"]
 
@@ -122,7 +125,7 @@ def _count(text: str) -> int:
     return value
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register ``get`` on the ``fastnet`` command's subparsers."""
     p: argparse.ArgumentParser = sub.add_parser(
         "get",
@@ -240,7 +243,7 @@ def _event_log() -> fastnet.LoggingEventListener:
     return fastnet.LoggingEventListener(logger)
 
 
-def _demo_server() -> Any:
+def _demo_server() -> MockServer:
     server = MockServer()
     server.start()
     server.default_response = MockResponse(
@@ -308,7 +311,7 @@ def _build(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], dict[str
                 except EOFError:  # Ctrl-D at the prompt: no password, as curl
                     pass
         auth = (user, password)
-    cert: Any = None
+    cert: str | tuple[str, str] | None = None
     if args.cert is not None:
         cert = (args.cert, args.key) if args.key is not None else args.cert
     elif args.key is not None:
@@ -466,8 +469,8 @@ class _Progress:
     """A rich progress bar on stderr for ``-o`` (a no-op when rich is missing or not wanted)."""
 
     def __init__(self, wanted: bool, total: int | None, name: str) -> None:
-        self.bar: Any = None
-        self.task: Any = None
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
         if not wanted:
             return
         try:
@@ -490,7 +493,7 @@ class _Progress:
 
     def advance(self, n: int) -> None:
         if self.bar is not None:
-            self.bar.update(self.task, advance=n)
+            self.bar.update(self.task, advance=n)  # type: ignore[arg-type]  # with the bar
 
     def close(self) -> None:
         if self.bar is not None:
@@ -528,9 +531,11 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             parser.error(printable(str(exc)))
         if fmt is not None and fmt.startswith("@"):  # read before the transfer, as curl does
             fmt = _read_arg(fmt).decode("utf-8", "replace")
-        sent: list[Any] = []
+        sent: list[fastnet.Request] = []
 
-        def capture(chain: Any) -> Any:  # a network interceptor: the request as it goes on the wire
+        def capture(
+            chain: fastnet.Chain,
+        ) -> fastnet.Response:  # a network interceptor: the request as it goes on the wire
             sent.append(chain.request)
             return chain.proceed(chain.request)
 
@@ -628,7 +633,7 @@ def _write(sink: IO[bytes], data: bytes) -> None:
         raise _Failure(23, f"write error: {exc.strerror or exc}") from None
 
 
-def _show_exchange(sent: list[Any], response: fastnet.Response) -> None:
+def _show_exchange(sent: list[fastnet.Request], response: fastnet.Response) -> None:
     """``-v``: the request as sent and the response head, curl-style, on stderr."""
     lines = []
     if sent:

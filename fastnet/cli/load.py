@@ -12,7 +12,6 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 from fastnet.cli._text import printable
 from fastnet.load import (
@@ -90,7 +89,7 @@ def _resolve(text: str) -> tuple[str, int, str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register ``load`` on the ``fastnet`` command's subparsers."""
     p: argparse.ArgumentParser = sub.add_parser(
         "load",

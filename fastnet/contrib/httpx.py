@@ -48,8 +48,8 @@ from __future__ import annotations
 import ssl
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
 
 import certifi
 import httpx
@@ -57,7 +57,23 @@ import httpx
 import fastnet
 from fastnet._internal.connection.tls import build_ssl_context
 
+if TYPE_CHECKING:
+    import httpcore
+
+    from fastnet._internal._sync.real_connection import RealConnection
+    from fastnet._internal.connection.connection_user import ConnectionUser
+
+#: httpx's ``cert=``: a PEM file, or (certfile, keyfile[, password]).
+_Cert: TypeAlias = "str | tuple[str, str] | tuple[str, str, str]"
+#: httpx's ``proxy=``.
+_ProxyArg: TypeAlias = "str | httpx.URL | httpx.Proxy"
+#: The fastnet client a transport sends with (strings: AsyncClient is imported on first use).
+C = TypeVar("C", "fastnet.Client", "fastnet.AsyncClient")
+
 __all__ = ["AsyncFastnetTransport", "FastnetTransport"]
+
+#: A request body as fastnet takes it from httpx: the bytes, or the stream's pieces.
+_Body: TypeAlias = "bytes | Iterator[bytes] | AsyncIterator[bytes] | None"
 
 _MAX_SIBLINGS = 256
 _FORCED: dict[str, Any] = {
@@ -70,23 +86,23 @@ _FORCED: dict[str, Any] = {
 }
 
 
-class _Base:
+class _Base(Generic[C]):
     """What both transports share: the options, the sibling clients, the request and the errors."""
 
-    _base: Any
-    _siblings: dict[tuple[Any, ...], Any]
+    _base: C
+    _siblings: dict[tuple[float | None, float | None, float | None], C]
 
     def _setup(
         self,
-        client_type: Any,
-        client: Any,
+        client_type: type[C],
+        client: C | None,
         verify: ssl.SSLContext | str | bool,
-        cert: Any,
+        cert: _Cert | None,
         trust_env: bool,
         http1: bool,
         http2: bool,
         limits: httpx.Limits,
-        proxy: Any,
+        proxy: _ProxyArg | None,
         uds: str | None,
         local_address: str | None,
         retries: int,
@@ -104,17 +120,17 @@ class _Base:
             raise TypeError(f"retries must be an int >= 0, not {retries!r}")
         retry = fastnet.Retry(total=retries, respect_retry_after=False) if retries else None
         if client is not None:
-            given: Any = client
-            if not isinstance(given, client_type):
+            if not isinstance(client, client_type):
                 raise TypeError(f"client must be a {client_type.__module__}.{client_type.__name__}")
             if options:
                 raise TypeError("pass either a fastnet client or its options, not both")
             if retry is not None:
-                forced["interceptors"] = [*client.interceptors, retry]
+                # (mypy drops the narrowing of a constrained TypeVar inside a starred display)
+                forced["interceptors"] = [*client.interceptors, retry]  # type: ignore[union-attr]
             if verify is not True or cert is not None:
                 forced["verify"] = _ssl_context(verify, cert, trust_env)
             self._own = False
-            self._base = given.with_options(**forced)
+            self._base = client.with_options(**forced)
         else:
             if "connection_pool" not in options:
                 max_connections = limits.max_connections
@@ -133,7 +149,15 @@ class _Base:
         self._siblings = {}
         self._lock = threading.Lock()
 
-    def _new_call(self, request: httpx.Request, body: Any) -> tuple[Any, _CallListener | None]:
+    @overload
+    def _new_call(
+        self: _Base[fastnet.Client], request: httpx.Request, body: _Body
+    ) -> tuple[fastnet.Call, _CallListener | None]: ...
+    @overload
+    def _new_call(
+        self: _Base[fastnet.AsyncClient], request: httpx.Request, body: _Body
+    ) -> tuple[fastnet.AsyncCall, _CallListener | None]: ...
+    def _new_call(self, request: httpx.Request, body: _Body) -> tuple[fastnet.Call, _CallListener | None]:
         """The fastnet call for ``request``, and its listener when httpx asked for what only a per-call
         listener does: the ``trace`` extension, or a ``pool`` timeout shorter than the connect timeout
         (fastnet waits for a connection slot at most the connect timeout)."""
@@ -153,7 +177,7 @@ class _Base:
         call.events = listener
         return call, listener
 
-    def _client_for(self, request: httpx.Request) -> Any:
+    def _client_for(self, request: httpx.Request) -> C:
         timeout = request.extensions.get("timeout")
         if not timeout:
             return self._base
@@ -180,8 +204,8 @@ class _Stream:
 
     __slots__ = ("_info",)
 
-    def __init__(self, connection: Any) -> None:
-        self._info: dict[str, Any] = {}
+    def __init__(self, connection: RealConnection) -> None:
+        self._info: dict[str, object] = {}
         transport = getattr(connection, "transport", None)  # an AsyncClient's connection
         sock = getattr(connection, "sock", None)
         try:
@@ -202,12 +226,12 @@ class _Stream:
         except OSError:
             pass
 
-    def get_extra_info(self, info: str) -> Any:
+    def get_extra_info(self, info: str) -> object:
         return self._info.get(info)
 
 
-def _forward(name: str) -> Any:
-    def event(self: _CallListener, call: Any, *args: Any) -> None:
+def _forward(name: str) -> Callable[..., None]:
+    def event(self: _CallListener, call: ConnectionUser, *args: object) -> None:
         if self.inner is not None:
             getattr(self.inner, name)(call, *args)
 
@@ -222,19 +246,23 @@ class _CallListener(fastnet.EventListener):
     events become httpcore's trace events (``connection.connect_tcp.started``...), queued here and passed
     to the callback by the transport (``flush``), awaited when it is a coroutine function."""
 
-    def __init__(self, inner: Any, request: httpx.Request, trace: Any, pool: float | None) -> None:
+    # trace: httpx's ``trace`` extension, a callback ``(event name, info)`` (a coroutine function for an
+    # AsyncClient)
+    def __init__(
+        self, inner: fastnet.EventListener | None, request: httpx.Request, trace: Any, pool: float | None
+    ) -> None:
         self.inner = inner
         self.request = request
         self.trace = trace
         self.pool = pool
         self.saved_deadline: float | None = None
-        self.pending: list[tuple[str, dict[str, Any]]] = []
+        self.pending: list[tuple[str, dict[str, object]]] = []
         self.step = ""  # the httpcore step open now ("connection.connect_tcp"...), for its ".failed"
         self.tls = False
 
     # -- the pool timeout
 
-    def call_start(self, call: Any) -> None:
+    def call_start(self, call: ConnectionUser) -> None:
         if self.pool is not None:
             deadline = time.monotonic() + max(self.pool, 1e-6)
             self.saved_deadline = saved = call.deadline
@@ -242,13 +270,13 @@ class _CallListener(fastnet.EventListener):
         if self.inner is not None:
             self.inner.call_start(call)
 
-    def _slot_taken(self, call: Any) -> None:
+    def _slot_taken(self, call: ConnectionUser) -> None:
         if self.saved_deadline is not None:
             call.deadline, self.saved_deadline = self.saved_deadline, None
 
     # -- trace events
 
-    def _emit(self, step: str, phase: str, info: dict[str, Any]) -> None:
+    def _emit(self, step: str, phase: str, info: dict[str, object]) -> None:
         if self.trace is not None:
             self.pending.append((f"{step}.{phase}", info))
         self.step = step if phase == "started" else ""
@@ -257,7 +285,7 @@ class _CallListener(fastnet.EventListener):
         if self.step:
             self._emit(self.step, "failed", {"exception": error})
 
-    def _core_request(self) -> Any:
+    def _core_request(self) -> httpcore.Request | None:
         if self.trace is None:
             return None  # a listener for the pool timeout alone
         import httpcore
@@ -271,17 +299,17 @@ class _CallListener(fastnet.EventListener):
             extensions=request.extensions,
         )
 
-    def proxy_select_start(self, call: Any, url: Any) -> None:
+    def proxy_select_start(self, call: ConnectionUser, url: fastnet.URL | None) -> None:
         self._slot_taken(call)
         if self.inner is not None:
             self.inner.proxy_select_start(call, url)
 
-    def dns_start(self, call: Any, host: str) -> None:
+    def dns_start(self, call: ConnectionUser, host: str) -> None:
         self._slot_taken(call)
         if self.inner is not None:
             self.inner.dns_start(call, host)
 
-    def connect_start(self, call: Any, route: Any) -> None:
+    def connect_start(self, call: ConnectionUser, route: fastnet.Route) -> None:
         self._slot_taken(call)
         host, port = route.socket_address[0], route.socket_address[1]
         timeout = self.request.extensions.get("timeout") or {}
@@ -290,12 +318,12 @@ class _CallListener(fastnet.EventListener):
         if self.inner is not None:
             self.inner.connect_start(call, route)
 
-    def connect_failed(self, call: Any, route: Any, error: BaseException) -> None:
+    def connect_failed(self, call: ConnectionUser, route: fastnet.Route, error: BaseException) -> None:
         self._failed(error)
         if self.inner is not None:
             self.inner.connect_failed(call, route, error)
 
-    def secure_connect_start(self, call: Any) -> None:
+    def secure_connect_start(self, call: ConnectionUser) -> None:
         if self.step == "connection.connect_tcp":
             self._emit("connection.connect_tcp", "complete", {"return_value": None})
         self.tls = True
@@ -303,13 +331,13 @@ class _CallListener(fastnet.EventListener):
         if self.inner is not None:
             self.inner.secure_connect_start(call)
 
-    def connect_end(self, call: Any, route: Any) -> None:
+    def connect_end(self, call: ConnectionUser, route: fastnet.Route) -> None:
         if self.step == "connection.connect_tcp":
             self._emit("connection.connect_tcp", "complete", {"return_value": None})
         if self.inner is not None:
             self.inner.connect_end(call, route)
 
-    def connection_acquired(self, call: Any, connection: Any) -> None:
+    def connection_acquired(self, call: ConnectionUser, connection: RealConnection) -> None:
         self._slot_taken(call)
         if self.trace is not None:
             stream = _Stream(connection)
@@ -321,37 +349,37 @@ class _CallListener(fastnet.EventListener):
         if self.inner is not None:
             self.inner.connection_acquired(call, connection)
 
-    def request_headers_start(self, call: Any) -> None:
+    def request_headers_start(self, call: ConnectionUser) -> None:
         self._emit("http11.send_request_headers", "started", {"request": self._core_request()})
         if self.inner is not None:
             self.inner.request_headers_start(call)
 
-    def request_headers_end(self, call: Any, request: Any) -> None:
+    def request_headers_end(self, call: ConnectionUser, request: fastnet.Request) -> None:
         self._emit("http11.send_request_headers", "complete", {"return_value": None})
         if self.inner is not None:
             self.inner.request_headers_end(call, request)
 
-    def request_body_start(self, call: Any) -> None:
+    def request_body_start(self, call: ConnectionUser) -> None:
         self._emit("http11.send_request_body", "started", {"request": self._core_request()})
         if self.inner is not None:
             self.inner.request_body_start(call)
 
-    def request_body_end(self, call: Any, byte_count: int) -> None:
+    def request_body_end(self, call: ConnectionUser, byte_count: int) -> None:
         self._emit("http11.send_request_body", "complete", {"return_value": None})
         if self.inner is not None:
             self.inner.request_body_end(call, byte_count)
 
-    def request_failed(self, call: Any, error: BaseException) -> None:
+    def request_failed(self, call: ConnectionUser, error: BaseException) -> None:
         self._failed(error)
         if self.inner is not None:
             self.inner.request_failed(call, error)
 
-    def response_headers_start(self, call: Any) -> None:
+    def response_headers_start(self, call: ConnectionUser) -> None:
         self._emit("http11.receive_response_headers", "started", {"request": self._core_request()})
         if self.inner is not None:
             self.inner.response_headers_start(call)
 
-    def response_headers_end(self, call: Any, response: Any) -> None:
+    def response_headers_end(self, call: ConnectionUser, response: fastnet.Response) -> None:
         if self.trace is not None:
             head = (
                 response.protocol.encode("ascii"),
@@ -363,22 +391,22 @@ class _CallListener(fastnet.EventListener):
         if self.inner is not None:
             self.inner.response_headers_end(call, response)
 
-    def response_body_start(self, call: Any) -> None:
+    def response_body_start(self, call: ConnectionUser) -> None:
         self._emit("http11.receive_response_body", "started", {"request": self._core_request()})
         if self.inner is not None:
             self.inner.response_body_start(call)
 
-    def response_body_end(self, call: Any, byte_count: int) -> None:
+    def response_body_end(self, call: ConnectionUser, byte_count: int) -> None:
         self._emit("http11.receive_response_body", "complete", {"return_value": None})
         if self.inner is not None:
             self.inner.response_body_end(call, byte_count)
 
-    def response_failed(self, call: Any, error: BaseException) -> None:
+    def response_failed(self, call: ConnectionUser, error: BaseException) -> None:
         self._failed(error)
         if self.inner is not None:
             self.inner.response_failed(call, error)
 
-    def connection_released(self, call: Any, connection: Any) -> None:
+    def connection_released(self, call: ConnectionUser, connection: RealConnection) -> None:
         self._emit("http11.response_closed", "started", {})
         self._emit("http11.response_closed", "complete", {"return_value": None})
         if self.inner is not None:
@@ -402,13 +430,13 @@ for _name in dir(fastnet.EventListener):
         setattr(_CallListener, _name, _forward(_name))
 
 
-def _seconds(value: Any) -> float | None:
+def _seconds(value: float | None) -> float | None:
     if value is None:
         return None
     return 1e-6 if value == 0 else float(value)  # fastnet reads 0 as "no timeout"
 
 
-def _proxy(proxy: Any) -> fastnet.Proxy | None:
+def _proxy(proxy: _ProxyArg | None) -> fastnet.Proxy | None:
     if proxy is None:
         return None
     if isinstance(proxy, (str, httpx.URL)):
@@ -439,7 +467,7 @@ def _proxy(proxy: Any) -> fastnet.Proxy | None:
 
 
 def _ssl_context(
-    verify: ssl.SSLContext | str | bool, cert: Any, trust_env: bool
+    verify: ssl.SSLContext | str | bool, cert: _Cert | None, trust_env: bool
 ) -> ssl.SSLContext | bool | str:
     """What fastnet's ``verify=`` takes for httpx's ``verify`` and ``cert``."""
     if isinstance(verify, ssl.SSLContext):
@@ -453,7 +481,7 @@ def _ssl_context(
     return context
 
 
-def _load_cert(context: ssl.SSLContext, cert: Any) -> None:
+def _load_cert(context: ssl.SSLContext, cert: _Cert) -> None:
     if isinstance(cert, str):
         context.load_cert_chain(cert)
     elif len(cert) == 2:
@@ -462,7 +490,7 @@ def _load_cert(context: ssl.SSLContext, cert: Any) -> None:
         context.load_cert_chain(cert[0], cert[1], cert[2])
 
 
-def _fastnet_request(request: httpx.Request, body: Any) -> fastnet.Request:
+def _fastnet_request(request: httpx.Request, body: _Body) -> fastnet.Request:
     url = request.url
     if url.scheme not in ("http", "https"):
         raise httpx.UnsupportedProtocol(
@@ -507,7 +535,12 @@ def _proxy_error_kind(exc: fastnet.ProxyError) -> type[httpx.TransportError]:
     SOCKS failure); a CONNECT answer that is not HTTP, cut short, late or reset is what httpcore's HTTP/1.1
     reader raises for it."""
     proxy = exc.proxy
-    if exc.status_code is not None or proxy is None or proxy.type is not fastnet.ProxyType.HTTP:
+    # a SOCKS handshake names its proxy (a str) until the connect step puts the Proxy in
+    if (
+        exc.status_code is not None
+        or not isinstance(proxy, fastnet.Proxy)
+        or proxy.type is not fastnet.ProxyType.HTTP
+    ):
         return httpx.ProxyError
     cause = exc.__cause__
     if isinstance(cause, (TimeoutError, BlockingIOError)):
@@ -526,7 +559,7 @@ def _body_error(exc: BaseException, request: httpx.Request) -> httpx.TransportEr
     return httpx.ReadError(str(exc), request=request)
 
 
-def _extensions(response: fastnet.Response) -> dict[str, Any]:
+def _extensions(response: fastnet.Response) -> dict[str, object]:
     return {
         "http_version": response.protocol.encode("ascii"),
         "reason_phrase": response.reason.encode("latin-1", "replace"),
@@ -575,11 +608,11 @@ class _TracedResponseStream(_ResponseStream):
             self._listener.flush()
 
 
-def _chunks(stream: Any) -> Iterator[bytes]:
+def _chunks(stream: Any) -> Iterator[bytes]:  # httpx types request.stream as either kind of stream
     yield from stream
 
 
-class FastnetTransport(_Base, httpx.BaseTransport):
+class FastnetTransport(_Base["fastnet.Client"], httpx.BaseTransport):
     """An ``httpx.BaseTransport`` that sends each request with a ``fastnet.Client``.
 
     >>> client = httpx.Client(transport=FastnetTransport(verify="/etc/ssl/ca.pem", proxy="socks5h://127.0.0.1:1080"))
@@ -591,12 +624,12 @@ class FastnetTransport(_Base, httpx.BaseTransport):
     def __init__(
         self,
         verify: ssl.SSLContext | str | bool = True,
-        cert: Any = None,
+        cert: _Cert | None = None,
         trust_env: bool = True,
         http1: bool = True,
         http2: bool = False,
         limits: httpx.Limits = httpx.Limits(max_connections=100, max_keepalive_connections=20),  # noqa: B008
-        proxy: Any = None,
+        proxy: _ProxyArg | None = None,
         uds: str | None = None,
         local_address: str | None = None,
         retries: int = 0,
@@ -623,8 +656,7 @@ class FastnetTransport(_Base, httpx.BaseTransport):
     @property
     def client(self) -> fastnet.Client:
         """The ``fastnet.Client`` requests go through with their default options."""
-        client: fastnet.Client = self._base
-        return client
+        return self._base
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         content = getattr(request, "_content", None)
@@ -702,24 +734,24 @@ class _TracedAsyncResponseStream(_AsyncResponseStream):
             await self._listener.aflush()
 
 
-async def _achunks(stream: Any) -> AsyncIterator[bytes]:
+async def _achunks(stream: Any) -> AsyncIterator[bytes]:  # as _chunks
     async for chunk in stream:
         yield chunk
 
 
-class AsyncFastnetTransport(_Base, httpx.AsyncBaseTransport):
+class AsyncFastnetTransport(_Base["fastnet.AsyncClient"], httpx.AsyncBaseTransport):
     """An ``httpx.AsyncBaseTransport`` that sends each request with a ``fastnet.AsyncClient``; the same
     arguments as ``FastnetTransport``."""
 
     def __init__(
         self,
         verify: ssl.SSLContext | str | bool = True,
-        cert: Any = None,
+        cert: _Cert | None = None,
         trust_env: bool = True,
         http1: bool = True,
         http2: bool = False,
         limits: httpx.Limits = httpx.Limits(max_connections=100, max_keepalive_connections=20),  # noqa: B008
-        proxy: Any = None,
+        proxy: _ProxyArg | None = None,
         uds: str | None = None,
         local_address: str | None = None,
         retries: int = 0,
@@ -746,8 +778,7 @@ class AsyncFastnetTransport(_Base, httpx.AsyncBaseTransport):
     @property
     def client(self) -> fastnet.AsyncClient:
         """The ``fastnet.AsyncClient`` requests go through with their default options."""
-        client: fastnet.AsyncClient = self._base
-        return client
+        return self._base
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         content = getattr(request, "_content", None)

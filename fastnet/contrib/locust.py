@@ -45,7 +45,7 @@ import time
 from base64 import b64encode
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
 from locust import User
@@ -57,13 +57,44 @@ from requests.structures import CaseInsensitiveDict
 
 import fastnet
 
+if TYPE_CHECKING:
+    import ssl
+    from collections.abc import Mapping, Sequence
+    from types import TracebackType
+    from typing import TypedDict, Unpack
+
+    class _Common(TypedDict, total=False):
+        """The keyword options of ``FastnetSession.request`` besides ``stream``, ``data`` and ``json``."""
+
+        name: str | None
+        catch_response: bool
+        headers: dict[str, str] | None
+        auth: tuple[str, str] | None
+        allow_redirects: bool
+        context: dict[str, object] | None
+        params: str | Mapping[str, object] | Sequence[tuple[str, object]] | None
+
+    class _Options(_Common, total=False):
+        stream: bool
+
+    class _JsonOptions(_Options, total=False):
+        json: object
+
+    class _AllOptions(_JsonOptions, total=False):
+        data: dict[str, object] | str | bytes | None
+
+    class _LineOptions(_Common, total=False):
+        json: object
+        data: dict[str, object] | str | bytes | None
+
+
 __all__ = ["FastnetResponse", "FastnetSession", "FastnetUser", "ResponseContextManager", "shared_client"]
 
 _perf = time.perf_counter
 _now = time.time
 
 #: One client per configuration, shared by every user of the process (each user takes a sibling).
-_CLIENTS: dict[tuple[Any, ...], fastnet.Client] = {}
+_CLIENTS: dict[tuple[object, ...], fastnet.Client] = {}
 
 
 def _basic(username: str, password: str) -> str:
@@ -79,7 +110,7 @@ class FastnetResponse:
 
     __slots__ = ("response", "error", "url", "request_meta", "encoding", "_text", "_headers", "__dict__")
 
-    request_meta: dict[str, Any]  # what the request event is (or was) fired with
+    request_meta: dict[str, object]  # what the request event is (or was) fired with
 
     def __init__(
         self, response: fastnet.Response | None, url: str, error: BaseException | None = None
@@ -138,7 +169,7 @@ class FastnetResponse:
                 self._text = response.content.decode(self.encoding, errors="replace")
         return self._text
 
-    def json(self) -> Any:
+    def json(self) -> Any:  # any JSON value
         return _json.loads(self.text or "")
 
     @property
@@ -175,7 +206,7 @@ class FastnetResponse:
             "See http://docs.locust.io/en/stable/writing-a-locustfile.html#validating-responses"
         )
 
-    def failure(self, *_args: Any, **_kwargs: Any) -> None:
+    def failure(self, *_args: object, **_kwargs: object) -> None:
         self.success()
 
     def __repr__(self) -> str:
@@ -201,7 +232,9 @@ class ResponseContextManager(FastnetResponse):
         self._entered = True
         return self
 
-    def __exit__(self, exc: Any, value: Any, traceback: Any) -> bool:
+    def __exit__(
+        self, exc: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> bool:
         if self._manual_result is not None:
             self.request_meta["exception"] = None if self._manual_result is True else self._manual_result
             self._report()
@@ -225,7 +258,7 @@ class ResponseContextManager(FastnetResponse):
             raise LocustError("Tried to set status on a request that has not yet been made: use a with-block")
         self._manual_result = True
 
-    def failure(self, exc: Any = None, *_args: Any, **_kwargs: Any) -> None:
+    def failure(self, exc: object = None, *_args: object, **_kwargs: object) -> None:
         """Report the request as a failure (a string becomes a ``CatchResponseError``)."""
         if not self._entered:
             raise LocustError("Tried to set status on a request that has not yet been made: use a with-block")
@@ -306,18 +339,19 @@ class FastnetSession:
         method: str,
         url: str,
         name: str | None = None,
-        data: Any = None,
+        data: dict[str, object] | str | bytes | None = None,
         catch_response: bool = False,
         stream: bool = False,
         headers: dict[str, str] | None = None,
         auth: tuple[str, str] | None = None,
-        json: Any = None,
+        json: object = None,
         allow_redirects: bool = True,
-        context: dict[str, Any] | None = None,
-        params: Any = None,
-        **kwargs: Any,
+        context: dict[str, object] | None = None,
+        params: str | Mapping[str, object] | Sequence[tuple[str, object]] | None = None,
+        **kwargs: object,
     ) -> Any:
-        """Send a request and report it to Locust (see the module's documentation)."""
+        """Send a request and report it to Locust (see the module's documentation): a ``FastnetResponse``,
+        or with ``catch_response=True`` a ``ResponseContextManager`` (hence untyped, as the verbs)."""
         if kwargs:
             raise TypeError(f"unexpected arguments for a FastnetUser request: {', '.join(kwargs)}")
         if self.request_name and not name:
@@ -406,28 +440,38 @@ class FastnetSession:
         self._no_redirects = self.client.with_options(follow_redirects=False)
         return self._no_redirects
 
-    def get(self, url: str, **kwargs: Any) -> Any:
+    def get(self, url: str, **kwargs: Unpack[_AllOptions]) -> Any:
         return self.request("GET", url, **kwargs)
 
-    def head(self, url: str, **kwargs: Any) -> Any:
+    def head(self, url: str, **kwargs: Unpack[_AllOptions]) -> Any:
         return self.request("HEAD", url, **kwargs)
 
-    def options(self, url: str, **kwargs: Any) -> Any:
+    def options(self, url: str, **kwargs: Unpack[_AllOptions]) -> Any:
         return self.request("OPTIONS", url, **kwargs)
 
-    def delete(self, url: str, **kwargs: Any) -> Any:
+    def delete(self, url: str, **kwargs: Unpack[_AllOptions]) -> Any:
         return self.request("DELETE", url, **kwargs)
 
-    def post(self, url: str, data: Any = None, json: Any = None, **kwargs: Any) -> Any:
+    def post(
+        self,
+        url: str,
+        data: dict[str, object] | str | bytes | None = None,
+        json: object = None,
+        **kwargs: Unpack[_Options],
+    ) -> Any:
         return self.request("POST", url, data=data, json=json, **kwargs)
 
-    def put(self, url: str, data: Any = None, **kwargs: Any) -> Any:
+    def put(
+        self, url: str, data: dict[str, object] | str | bytes | None = None, **kwargs: Unpack[_JsonOptions]
+    ) -> Any:
         return self.request("PUT", url, data=data, **kwargs)
 
-    def patch(self, url: str, data: Any = None, **kwargs: Any) -> Any:
+    def patch(
+        self, url: str, data: dict[str, object] | str | bytes | None = None, **kwargs: Unpack[_JsonOptions]
+    ) -> Any:
         return self.request("PATCH", url, data=data, **kwargs)
 
-    def iter_lines(self, url: str, method: str = "GET", **kwargs: Any) -> Iterator[str]:
+    def iter_lines(self, url: str, method: str = "GET", **kwargs: Unpack[_LineOptions]) -> Iterator[str]:
         """The lines of a streamed response (``FastHttpSession.iter_lines``)."""
         response = self.request(method, url, stream=True, **kwargs)
         response.raise_for_status()
@@ -443,7 +487,7 @@ class FastnetUser(User, RestMixin[ResponseContextManager]):
     network_timeout: float = 60.0
     max_redirects: int = 30
     insecure: bool = True
-    verify: Any = None
+    verify: bool | str | ssl.SSLContext | None = None
     default_headers: dict[str, str] | None = None
     proxy: str | fastnet.Proxy | None = None
     proxy_host: str | None = None
@@ -484,7 +528,7 @@ def shared_client(
     connection_timeout: float | None = 60.0,
     network_timeout: float | None = 60.0,
     max_redirects: int = 30,
-    verify: Any = False,
+    verify: bool | str | ssl.SSLContext = False,
     proxy: str | fastnet.Proxy | None = None,
     **options: Any,
 ) -> fastnet.Client:

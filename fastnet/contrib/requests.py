@@ -61,7 +61,7 @@ import threading
 import urllib.parse
 import warnings
 from collections.abc import Generator, Iterator, Mapping, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import certifi
 import requests
@@ -77,6 +77,14 @@ from urllib3.response import BytesQueueBuffer
 
 import fastnet
 from fastnet._internal.connection.tls import build_ssl_context
+
+if TYPE_CHECKING:
+    from fastnet.request import BodyLike
+
+#: ``send()``'s ``timeout``, as requests types it (plus urllib3's ``Timeout``, which it also takes).
+_Timeout: TypeAlias = "float | tuple[float | None, float | None] | urllib3.Timeout | None"
+#: ``send()``'s ``cert``: a PEM file, or (certfile, keyfile).
+_Cert: TypeAlias = "str | tuple[str, str] | None"
 
 __all__ = ["FastnetAdapter", "Session", "WriteTimeout"]
 
@@ -151,8 +159,8 @@ class FastnetAdapter(BaseAdapter):
             self._own = False
             base = client.with_options(**forced)
         self._base = base
-        self._siblings: dict[tuple[Any, ...], fastnet.Client] = {}
-        self._by_argument: dict[tuple[Any, ...], fastnet.Client] = {}
+        self._siblings: dict[tuple[object, ...], fastnet.Client] = {}
+        self._by_argument: dict[tuple[object, ...], fastnet.Client] = {}
         self._proxies: dict[str, fastnet.Proxy] = {}
         self._lock = threading.Lock()
 
@@ -167,9 +175,9 @@ class FastnetAdapter(BaseAdapter):
         self,
         request: PreparedRequest,
         stream: bool = False,
-        timeout: Any = None,
-        verify: Any = True,
-        cert: Any = None,
+        timeout: _Timeout = None,
+        verify: bool | str = True,
+        cert: _Cert = None,
         proxies: Mapping[str, str] | None = None,
     ) -> Response:
         url = request.url
@@ -210,12 +218,12 @@ class FastnetAdapter(BaseAdapter):
     # -- the client and proxy for a request ---------------------------------------------------------
 
     def _client_for(
-        self, url: str, timeout: Any, verify: Any, cert: Any, request: PreparedRequest
+        self, url: str, timeout: _Timeout, verify: bool | str, cert: _Cert, request: PreparedRequest
     ) -> fastnet.Client:
         tls = url[:6].lower() == "https:"
         try:  # what send() was given, as it was given: one dict lookup per request
             kind = type(timeout)  # 0 and False are equal keys, not equal timeouts
-            fast_key: tuple[Any, ...] = (tls, kind, timeout, verify, cert) if tls else (tls, kind, timeout)
+            fast_key: tuple[object, ...] = (tls, kind, timeout, verify, cert) if tls else (tls, kind, timeout)
             sibling = self._by_argument.get(fast_key)
         except TypeError:  # unhashable (a list for cert, say)
             fast_key, sibling = (), None
@@ -225,7 +233,7 @@ class FastnetAdapter(BaseAdapter):
         key = (connect, read, verify, _cert_key(cert)) if tls else (connect, read)
         sibling = self._siblings.get(key)
         if sibling is None:
-            changes: dict[str, Any] = {
+            changes: dict[str, Any] = {  # Client options
                 "connect_timeout": connect,
                 "read_timeout": read,
                 "write_timeout": read,
@@ -322,8 +330,13 @@ class Session(requests.Session):
         self._ca_bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
 
     def merge_environment_settings(
-        self, url: str, proxies: Any, stream: Any, verify: Any, cert: Any
-    ) -> dict[str, Any]:
+        self,
+        url: str,
+        proxies: dict[str, str] | None,
+        stream: bool | None,
+        verify: bool | str | None,
+        cert: _Cert,
+    ) -> dict[str, object]:
         if not self.trust_env:
             return super().merge_environment_settings(url, proxies, stream, verify, cert)
         no_proxy = proxies.get("no_proxy") if proxies is not None else None
@@ -352,7 +365,7 @@ class Session(requests.Session):
 # ------------------------------------------------------------------------------------------- request
 
 
-def _headers(headers: Mapping[Any, Any]) -> list[tuple[str, str]]:
+def _headers(headers: Mapping[str, str | bytes]) -> list[tuple[str, str]]:
     pairs = headers._store.values() if isinstance(headers, CaseInsensitiveDict) else headers.items()
     items: list[tuple[str, str]] = []
     accept_encoding = False
@@ -369,15 +382,16 @@ def _headers(headers: Mapping[Any, Any]) -> list[tuple[str, str]]:
     return items
 
 
-def _body(body: Any) -> Any:
+def _body(body: object) -> BodyLike | None:
     if body is None or isinstance(body, bytes):
         return body
     if isinstance(body, str):
         return body.encode("utf-8")
-    return body  # a file object or an iterable of bytes (requests set the framing headers)
+    # a file object or an iterable of bytes (requests set the framing headers)
+    return body  # type: ignore[return-value]
 
 
-def _timeouts(timeout: Any) -> tuple[float | None, float | None]:
+def _timeouts(timeout: _Timeout) -> tuple[float | None, float | None]:
     """``(connect, read)`` for what ``send()`` was given, refused with the stock adapter's ``ValueError``
     (urllib3's ``Timeout`` checks the values: not a number, a bool, or <= 0)."""
     if isinstance(timeout, tuple):
@@ -394,7 +408,7 @@ def _timeouts(timeout: Any) -> tuple[float | None, float | None]:
     return _seconds(timeout.connect_timeout), _seconds(timeout.read_timeout)
 
 
-def _seconds(value: Any) -> float | None:
+def _seconds(value: object) -> float | None:
     if value is None or not isinstance(value, (int, float)):
         return None  # None, or urllib3's "default" sentinel: no timeout, as the stock adapter
     return float(value)
@@ -412,16 +426,16 @@ def _warn_unverified(url: str) -> None:
     )
 
 
-def _cert_key(cert: Any) -> Any:
+def _cert_key(cert: _Cert) -> str | tuple[str, ...] | None:
     if cert is None or isinstance(cert, str):
         return cert
     return tuple(cert)
 
 
-_CONTEXTS: dict[tuple[Any, Any], ssl.SSLContext] = {}
+_CONTEXTS: dict[tuple[bool | str, str | tuple[str, ...] | None], ssl.SSLContext] = {}
 
 
-def _ssl_context(verify: Any, cert: Any, request: PreparedRequest) -> ssl.SSLContext:
+def _ssl_context(verify: bool | str, cert: _Cert, request: PreparedRequest) -> ssl.SSLContext:
     key = (verify, _cert_key(cert))
     context = _CONTEXTS.get(key)
     if context is not None:
@@ -641,7 +655,7 @@ _EXPECTED = _PER_RESPONSE | {
 }
 
 
-def _template() -> dict[str, Any] | None:
+def _template() -> dict[str, object] | None:
     probe = urllib3.HTTPResponse(
         body=io.BytesIO(), headers={}, status=200, preload_content=False, decode_content=False
     )

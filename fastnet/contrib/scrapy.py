@@ -112,7 +112,7 @@ class FastnetDownloadHandler(_Base):
             if len(self._siblings) >= _MAX_SIBLINGS:
                 self._siblings.clear()
             seconds = timeout if timeout and timeout > 0 else None
-            options: dict[str, Any] = {
+            options: dict[str, Any] = {  # Client options
                 "connect_timeout": seconds,
                 "read_timeout": seconds,
                 "write_timeout": seconds,
@@ -166,7 +166,8 @@ class FastnetDownloadHandler(_Base):
         except fastnet.UnknownHostError as exc:
             raise CannotResolveHostError(str(exc)) from exc
         except fastnet.ProxyError as exc:
-            if exc.proxy is None or exc.proxy.type is not fastnet.ProxyType.HTTP:
+            # a SOCKS handshake names its proxy (a str) until the connect step puts the Proxy in
+            if not isinstance(exc.proxy, fastnet.Proxy) or exc.proxy.type is not fastnet.ProxyType.HTTP:
                 raise DownloadConnectionRefusedError(str(exc)) from exc  # a SOCKS proxy refused or failed
             if isinstance(exc.__cause__, (TimeoutError, BlockingIOError)):  # no answer in time
                 raise DownloadTimeoutError(f"Getting {url} took longer than {timeout} seconds.") from exc
@@ -194,7 +195,7 @@ class FastnetDownloadHandler(_Base):
     def _build_base_response_args(
         response: fastnet.Response, request: Request, headers: Headers
     ) -> _BaseResponseArgs:
-        ip_address: Any = None
+        ip_address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = None
         timings = response.timings
         remote = timings.remote_address if timings is not None else None
         if remote:

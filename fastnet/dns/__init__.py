@@ -25,7 +25,7 @@ it runs, unless it is a coroutine function (``async def f(hostname)``), which is
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastnet.dns._base import (
     Dns,
@@ -42,6 +42,20 @@ from fastnet.dns._doh import BootstrapDns, DohDns
 from fastnet.dns._system import SystemDns
 from fastnet.dns._udp import UdpDns
 from fastnet.dns.cache import CachingDns, DnsCache, IpBlacklist
+
+if TYPE_CHECKING:
+    from typing import TypedDict, Unpack
+
+    from fastnet.dns._base import DnsLike
+
+    class _ResilientOptions(TypedDict, total=False):
+        """The keyword arguments of :func:`resilient`."""
+
+        ttl: float
+        threshold: int
+        stale_if_error: float
+        system: DnsLike | None
+
 
 __all__ = [
     "RESILIENT",
@@ -94,11 +108,11 @@ def shared_default_dns() -> CachingDns:
 
 
 def resilient(
-    *fallbacks: Any,
+    *fallbacks: DnsLike,
     ttl: float = DEFAULT_TTL,
     threshold: int = 5,
     stale_if_error: float = 300.0,
-    system: Any = None,
+    system: DnsLike | None = None,
 ) -> CachingDns:
     """Seed 002's chain: ``CachingDns(ChainDns([system, *fallbacks], blacklist=IpBlacklist(threshold)))``.
 
@@ -123,7 +137,7 @@ class _Resilient:
         self._dns: CachingDns | None = None
         self._lock = threading.Lock()
 
-    def __call__(self, *fallbacks: Any, **options: Any) -> CachingDns:
+    def __call__(self, *fallbacks: DnsLike, **options: Unpack[_ResilientOptions]) -> CachingDns:
         return resilient(*fallbacks, **options)
 
     def _get(self) -> CachingDns:

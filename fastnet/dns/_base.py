@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import inspect
 import socket
-from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Protocol, TypeAlias, runtime_checkable
 
 from fastnet.exceptions import UnknownHostError
 
 __all__ = [
     "Dns",
+    "DnsFunction",
+    "DnsLike",
     "FunctionDns",
     "alookup",
     "alookup_with_ttl",
@@ -52,6 +54,13 @@ class Dns(Protocol):
     """
 
     def lookup(self, hostname: str) -> list[str]: ...
+
+
+#: A function accepted where a :class:`Dns` is: ``f(hostname)`` returning the addresses (IP strings, or
+#: objects whose ``str`` is one), or an awaitable of them (``async def`` functions serve ``alookup``).
+DnsFunction: TypeAlias = "Callable[[str], Iterable[object] | Awaitable[Iterable[object]]]"
+#: What a ``dns=`` option takes: a :class:`Dns`, or a function (:func:`as_dns` wraps it).
+DnsLike: TypeAlias = "Dns | DnsFunction"
 
 
 def is_ip_literal(host: str) -> bool:
@@ -147,7 +156,7 @@ class FunctionDns:
 
     __slots__ = ("function",)
 
-    def __init__(self, function: Callable[[str], Any]) -> None:
+    def __init__(self, function: DnsFunction) -> None:
         self.function = function
 
     def lookup(self, hostname: str) -> list[str]:
@@ -176,7 +185,7 @@ class FunctionDns:
             result = await result
         return self._addresses(hostname, result)
 
-    def _addresses(self, hostname: str, result: Any) -> list[str]:
+    def _addresses(self, hostname: str, result: Iterable[object] | None) -> list[str]:
         if isinstance(result, str) or result is None:
             raise TypeError(f"{self!r} must return a list of IP address strings, not {result!r}")
         addresses = [str(a) for a in result]
@@ -188,48 +197,51 @@ class FunctionDns:
         return f"FunctionDns({getattr(self.function, '__qualname__', self.function)!s})"
 
 
-def as_dns(obj: Any) -> Dns:
+def as_dns(obj: DnsLike) -> Dns:
     """Return ``obj`` if it already has ``lookup``, or wrap a plain callable in :class:`FunctionDns`.
 
     >>> as_dns(lambda host: ["127.0.0.1"]).lookup("app.test")
     ['127.0.0.1']
     """
     if callable(getattr(obj, "lookup", None)):
-        return obj  # type: ignore[no-any-return]
+        return obj  # type: ignore[return-value]  # it has lookup(): a Dns
     if callable(obj):
         return FunctionDns(obj)
     raise TypeError(f"dns must have a lookup(hostname) method or be a callable, not {type(obj).__name__}")
 
 
-def lookup_with_ttl(resolver: Any, hostname: str) -> tuple[list[str], float | None]:
+def lookup_with_ttl(resolver: DnsLike, hostname: str) -> tuple[list[str], float | None]:
     """Ask ``resolver`` for addresses and, when it knows one, the TTL in seconds (else ``None``)."""
     method = getattr(resolver, "lookup_with_ttl", None)
     if method is not None:
         addresses, ttl = method(hostname)
         return list(addresses), ttl
-    if callable(getattr(resolver, "lookup", None)):
-        return list(resolver.lookup(hostname)), None
-    return FunctionDns(resolver).lookup(hostname), None
+    lookup = getattr(resolver, "lookup", None)
+    if callable(lookup):
+        return list(lookup(hostname)), None
+    return FunctionDns(resolver).lookup(hostname), None  # type: ignore[arg-type]  # no lookup(): a function
 
 
-async def alookup(resolver: Any, hostname: str) -> Any:
+async def alookup(resolver: DnsLike, hostname: str) -> Iterable[object]:
     """Resolve ``hostname`` on the running event loop (what ``AsyncClient`` does): ``resolver.alookup``
     when it has one; else its ``lookup`` (or the resolver itself, a callable, through
     :class:`FunctionDns`), whose result is awaited when it is awaitable. A blocking ``lookup`` runs inline
     and blocks the loop while it runs."""
     method = getattr(resolver, "alookup", None)
+    answer: Iterable[object]
     if method is not None:
-        return await method(hostname)
+        answer = await method(hostname)
+        return answer
     lookup = getattr(resolver, "lookup", None)
     if lookup is None:
-        return await FunctionDns(resolver).alookup(hostname)
+        return await FunctionDns(resolver).alookup(hostname)  # type: ignore[arg-type]  # a function
     answer = lookup(hostname)
     if inspect.isawaitable(answer):
         answer = await answer
     return answer
 
 
-async def alookup_with_ttl(resolver: Any, hostname: str) -> tuple[list[str], float | None]:
+async def alookup_with_ttl(resolver: DnsLike, hostname: str) -> tuple[list[str], float | None]:
     """:func:`lookup_with_ttl` on the running loop: ``resolver.alookup_with_ttl``, else its ``alookup``
     (TTL unknown), else the blocking ``lookup_with_ttl`` or ``lookup`` run inline (their result awaited
     when it is awaitable), else the resolver itself as a function (:class:`FunctionDns`)."""
@@ -253,17 +265,17 @@ async def alookup_with_ttl(resolver: Any, hostname: str) -> tuple[list[str], flo
         if inspect.isawaitable(answer):
             answer = await answer
         return list(answer), None
-    return await FunctionDns(resolver).alookup(hostname), None
+    return await FunctionDns(resolver).alookup(hostname), None  # type: ignore[arg-type]  # a function
 
 
-def forward_connect_failed(target: Any, host: str, ip: str, error: BaseException) -> None:
+def forward_connect_failed(target: object, host: str, ip: str, error: BaseException) -> None:
     """Call ``target.connect_failed`` if it has one."""
     hook = getattr(target, "connect_failed", None)
     if hook is not None:
         hook(host, ip, error)
 
 
-def forward_connected(target: Any, host: str, ip: str) -> None:
+def forward_connected(target: object, host: str, ip: str) -> None:
     """Call ``target.connected`` if it has one."""
     hook = getattr(target, "connected", None)
     if hook is not None:

@@ -16,7 +16,7 @@ The chain owns no cache: put a ``CachingDns`` in front of it (``fastnet.dns.RESI
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastnet.dns._base import (
     _strip_brackets,
@@ -29,6 +29,10 @@ from fastnet.dns._base import (
     normalize_hostname,
 )
 from fastnet.exceptions import UnknownHostError
+
+if TYPE_CHECKING:
+    from fastnet.dns._base import Dns, DnsLike
+    from fastnet.dns.cache import IpBlacklist
 
 __all__ = ["ChainDns"]
 
@@ -48,7 +52,7 @@ class ChainDns:
 
     __slots__ = ("resolvers", "blacklist")
 
-    def __init__(self, resolvers: Iterable[Any], blacklist: Any = None) -> None:
+    def __init__(self, resolvers: Iterable[DnsLike], blacklist: IpBlacklist | None = None) -> None:
         self.resolvers = tuple(as_dns(r) for r in resolvers)
         if not self.resolvers:
             raise ValueError("ChainDns needs at least one resolver")
@@ -121,7 +125,7 @@ class _Walk:
 
     __slots__ = ("name", "blacklist", "collected", "seen", "failures", "ttls")
 
-    def __init__(self, name: str, blacklist: Any) -> None:
+    def __init__(self, name: str, blacklist: IpBlacklist | None) -> None:
         self.name = name
         self.blacklist = blacklist
         self.collected: list[str] = []
@@ -129,11 +133,11 @@ class _Walk:
         self.failures: list[str] = []
         self.ttls: list[float] = []
 
-    def failed(self, resolver: Any, exc: Exception) -> None:
+    def failed(self, resolver: Dns, exc: Exception) -> None:
         # the message, not str(): an UnknownHostError adds "(dns)", inside this sentence too
         self.failures.append(f"{resolver!r}: {exc.message if isinstance(exc, UnknownHostError) else exc}")
 
-    def answered(self, resolver: Any, addresses: list[str], ttl: float | None) -> list[str] | None:
+    def answered(self, resolver: Dns, addresses: list[str], ttl: float | None) -> list[str] | None:
         """The usable addresses of this answer (collected either way), or ``None`` to go on."""
         for ip in addresses:
             if ip not in self.seen:

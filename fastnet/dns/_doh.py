@@ -26,12 +26,13 @@ import asyncio
 import base64
 import ipaddress
 import json
+import ssl
 import threading
 import weakref
 import zlib
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 from urllib.parse import quote
 
 from fastnet.dns._base import _strip_brackets, is_ip_literal, normalize_hostname
@@ -49,6 +50,15 @@ from fastnet.exceptions import UnknownHostError
 from fastnet.request import Request
 from fastnet.url import URL
 
+if TYPE_CHECKING:
+    from dns.message import Message, QueryMessage
+    from dns.name import Name
+    from dns.rdatatype import RdataType
+    from typing_extensions import TypeIs
+
+    from fastnet.headers import Headers
+    from fastnet.response import Response
+
 __all__ = [
     "BootstrapDns",
     "DohDns",
@@ -64,6 +74,43 @@ MESSAGE_TYPE = "application/dns-message"
 JSON_TYPES = ("application/dns-json", "application/json", "application/x-javascript", "text/javascript")
 MAX_RESPONSE = 65535
 _RCODES = {1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}
+
+
+class _Call(Protocol):
+    """A call of ``fastnet.Client``, as the resolver uses it."""
+
+    def execute(self) -> Response: ...
+    def cancel(self) -> None: ...
+
+
+class _Client(Protocol):
+    """``fastnet.Client`` as the resolver uses it (the client sits above ``fastnet.dns``)."""
+
+    def new_call(self, request: Request) -> _Call: ...
+    def close(self) -> None: ...
+
+
+class _AsyncCall(Protocol):
+    """A call of ``fastnet.AsyncClient``, as the resolver uses it."""
+
+    async def execute(self) -> Response: ...
+    def cancel(self) -> None: ...
+
+
+class _AsyncClient(Protocol):
+    """``fastnet.AsyncClient`` as the resolver uses it."""
+
+    def new_call(self, request: Request) -> _AsyncCall: ...
+    async def aclose(self) -> None: ...
+
+
+def _is_async(client: object) -> TypeIs[_AsyncClient]:
+    """Whether ``client`` is an ``AsyncClient`` (it has ``aclose()``)."""
+    return callable(getattr(client, "aclose", None))
+
+
+#: One record type's answer: ``(addresses, ttl)``, or the reason there is none.
+_Outcome: TypeAlias = "tuple[list[str], float | None] | str"
 
 
 class BootstrapDns:
@@ -114,7 +161,7 @@ def _check_http(status: int, content_type: str | None, body: bytes, accepted: tu
         raise AnswerError(f"DoH response of {len(body)} bytes exceeds {MAX_RESPONSE}")
 
 
-def read_answer(response: Any) -> bytes:
+def read_answer(response: Response) -> bytes:
     """The body of ``response``, read as it arrives and never past :data:`MAX_RESPONSE` bytes, as
     received or as decoded: :class:`AnswerError` as soon as it would be longer.
 
@@ -127,7 +174,7 @@ def read_answer(response: Any) -> bytes:
     return reader.finish()
 
 
-async def aread_answer(response: Any) -> bytes:
+async def aread_answer(response: Response) -> bytes:
     """:func:`read_answer` for a response of ``fastnet.AsyncClient`` (read with ``aiter_bytes``)."""
     reader = _AnswerReader(response.headers)
     async for data in response.aiter_bytes():
@@ -141,9 +188,9 @@ class _AnswerReader:
 
     __slots__ = ("inflater", "received", "size", "parts")
 
-    def __init__(self, headers: Any) -> None:
+    def __init__(self, headers: Headers) -> None:
         encoding = _media_type(headers.get("content-encoding")) or "identity"
-        self.inflater: Any = None
+        self.inflater: zlib._Decompress | None = None
         if encoding in ("gzip", "x-gzip"):
             self.inflater = zlib.decompressobj(31)
         elif encoding != "identity":
@@ -187,12 +234,12 @@ def build_json_url(url: str, name: str, rdtype_text: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}name={quote(name, safe='.-_')}&type={rdtype_text}"
 
 
-def parse_message_response(query: Any, status: int, content_type: str | None, body: bytes) -> Any:
+def parse_message_response(query: Message, status: int, content_type: str | None, body: bytes) -> Message:
     """Check an ``application/dns-message`` response and return it parsed; :class:`AnswerError` if bad."""
     dns = load_dnspython()
     _check_http(status, content_type, body, (MESSAGE_TYPE,))
     try:
-        response = dns.message.from_wire(body)
+        response: Message = dns.message.from_wire(body)
     except Exception as exc:  # noqa: BLE001 - any parse failure is a bad answer
         raise AnswerError(f"malformed DNS message from DoH server ({type(exc).__name__})") from None
     if not query.is_response(response):
@@ -200,7 +247,7 @@ def parse_message_response(query: Any, status: int, content_type: str | None, bo
     return response
 
 
-def _json_name(value: Any) -> str:
+def _json_name(value: object) -> str:
     if not isinstance(value, str):
         raise AnswerError(f"bad name {value!r} in JSON answer")
     return value.rstrip(".").lower()
@@ -234,7 +281,7 @@ def parse_json_response(
     answers = document.get("Answer") or []
     if not isinstance(answers, list):
         raise AnswerError("JSON answer has a malformed Answer")
-    records: dict[tuple[str, int], list[tuple[Any, Any]]] = {}
+    records: dict[tuple[str, int], list[tuple[object, object]]] = {}
     for record in answers:
         if not isinstance(record, dict) or not isinstance(record.get("type"), int):
             raise AnswerError("JSON answer has a malformed record")
@@ -300,10 +347,10 @@ class DohDns:
         bootstrap: Iterable[str] | None = None,
         method: str = "GET",
         format: str = "dns-message",  # noqa: A002 - the issue's spelling
-        verify: Any = True,
+        verify: bool | str | ssl.SSLContext = True,
         timeout: float = 5.0,
         ipv6: bool = True,
-        client: Any = None,
+        client: _Client | _AsyncClient | None = None,
     ) -> None:
         parsed = URL(url)
         method = method.upper()
@@ -325,27 +372,29 @@ class DohDns:
         self.timeout = float(timeout)
         self.ipv6 = ipv6
         addresses = list(bootstrap or ())
-        self.bootstrap: Any
+        self.bootstrap: BootstrapDns | SystemDns
         if addresses:
             self.bootstrap = BootstrapDns(self.host, addresses)
         else:
             self.bootstrap = SystemDns()
-        self._client: Any = None
-        self._aclient: Any = None  # an AsyncClient given as ``client``
-        if client is not None and callable(getattr(client, "aclose", None)):
+        self._client: _Client | None = None
+        self._aclient: _AsyncClient | None = None  # an AsyncClient given as ``client``
+        if client is not None and _is_async(client):
             self._aclient = client
         else:
             self._client = client
         self._own_client = self._client is None  # made here (so closed here) when not given
         # the AsyncClient made for each event loop, dropped with the loop
-        self._aclients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._aclients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
         self._executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False
 
     # -- plumbing ---------------------------------------------------------------------------------
 
-    def _get_client(self) -> Any:
+    def _get_client(self) -> _Client:
         with self._lock:
             if self._closed:
                 raise UnknownHostError(f"{self!r} is closed", phase="dns")
@@ -368,7 +417,7 @@ class DohDns:
                 self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fastnet-doh")
             return self._executor
 
-    def _get_async_client(self, loop: asyncio.AbstractEventLoop) -> Any:
+    def _get_async_client(self, loop: asyncio.AbstractEventLoop) -> _AsyncClient:
         with self._lock:
             if self._closed:
                 raise UnknownHostError(f"{self!r} is closed", phase="dns")
@@ -390,7 +439,11 @@ class DohDns:
                 self._aclients[loop] = client
             return client
 
-    def _shut(self) -> tuple[Any, Any, list[tuple[Any, Any]]]:
+    def _shut(
+        self,
+    ) -> tuple[
+        _Client | None, ThreadPoolExecutor | None, list[tuple[asyncio.AbstractEventLoop, _AsyncClient]]
+    ]:
         """Mark closed; what there is to close: the blocking client, the threads, the asyncio clients."""
         with self._lock:
             self._closed = True
@@ -425,13 +478,13 @@ class DohDns:
     def __enter__(self) -> DohDns:
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     async def __aenter__(self) -> DohDns:
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     # -- lookups ----------------------------------------------------------------------------------
@@ -446,7 +499,7 @@ class DohDns:
         name = normalize_hostname(hostname)
         client = self._get_client()
         rdtypes = [1, 28] if self.ipv6 else [1]
-        future: Future[Any] | None = None
+        future: Future[_Outcome] | None = None
         if len(rdtypes) == 2:
             future = self._get_executor().submit(self._resolve_type, client, name, 28)
         outcomes = [self._resolve_type(client, name, 1)]
@@ -466,7 +519,7 @@ class DohDns:
         name = normalize_hostname(hostname)
         loop = asyncio.get_running_loop()
         client = self._get_async_client(loop)
-        aaaa: asyncio.Task[Any] | None = None
+        aaaa: asyncio.Task[_Outcome] | None = None
         if self.ipv6:
             aaaa = loop.create_task(self._aresolve_type(client, name, 28))
         try:
@@ -479,7 +532,7 @@ class DohDns:
                 await asyncio.wait((aaaa,))
         return self._combine(name, outcomes)
 
-    def _combine(self, name: str, outcomes: list[Any]) -> tuple[list[str], float | None]:
+    def _combine(self, name: str, outcomes: list[_Outcome]) -> tuple[list[str], float | None]:
         addresses: list[str] = []
         reasons: list[str] = []
         ttls: list[float] = []
@@ -497,7 +550,7 @@ class DohDns:
             raise unknown_host(name, reasons, f"DoH {self._shown}")
         return addresses, (min(ttls) if ttls else None)
 
-    def _resolve_type(self, client: Any, name: str, rdtype: int) -> Any:
+    def _resolve_type(self, client: _Client, name: str, rdtype: int) -> _Outcome:
         """``(addresses, ttl)`` for one record type, or the failure reason as a string."""
         try:
             if self.format == "json":
@@ -508,10 +561,11 @@ class DohDns:
         except Exception as exc:  # noqa: BLE001 - a failed HTTP exchange is one more reason
             return f"DoH request failed: {type(exc).__name__}: {exc}"
 
-    def _resolve_message(self, client: Any, name: str, rdtype: int) -> tuple[list[str], float | None]:
+    def _resolve_message(self, client: _Client, name: str, number: int) -> tuple[list[str], float | None]:
         dns = load_dnspython()
-        qname = dns.name.from_text(name)
-        seen: set[Any] = set()
+        qname: Name = dns.name.from_text(name)
+        rdtype: RdataType = dns.rdatatype.RdataType.make(number)  # as dnspython's calls would make it
+        seen: set[Name] = set()
         ttl: float | None = None
         for _ in range(MAX_CNAME_DEPTH + 1):
             query, method, url, headers, body = self._message_request(qname, rdtype)
@@ -525,7 +579,7 @@ class DohDns:
             qname = target
         raise AnswerError(f"CNAME chain longer than {MAX_CNAME_DEPTH}")
 
-    def _resolve_json(self, client: Any, name: str, rdtype: int) -> tuple[list[str], float | None]:
+    def _resolve_json(self, client: _Client, name: str, rdtype: int) -> tuple[list[str], float | None]:
         current = name
         seen = {name}
         ttl: float | None = None
@@ -543,7 +597,7 @@ class DohDns:
             current = target
         raise AnswerError(f"CNAME chain longer than {MAX_CNAME_DEPTH}")
 
-    async def _aresolve_type(self, client: Any, name: str, rdtype: int) -> Any:
+    async def _aresolve_type(self, client: _AsyncClient, name: str, rdtype: int) -> _Outcome:
         """:meth:`_resolve_type` over an ``AsyncClient``."""
         try:
             if self.format == "json":
@@ -554,7 +608,9 @@ class DohDns:
         except Exception as exc:  # noqa: BLE001 - a failed HTTP exchange is one more reason
             return f"DoH request failed: {type(exc).__name__}: {exc}"
 
-    def _message_request(self, qname: Any, rdtype: int) -> tuple[Any, str, str, dict[str, str], Any]:
+    def _message_request(
+        self, qname: Name, rdtype: RdataType
+    ) -> tuple[QueryMessage, str, str, dict[str, str], bytes | None]:
         """``(query, method, url, headers, body)`` of the RFC 8484 request for one question."""
         query = make_query(qname, rdtype, zero_id=True)
         wire = query.to_wire()
@@ -563,10 +619,13 @@ class DohDns:
         headers = {"Content-Type": MESSAGE_TYPE, **_asking(MESSAGE_TYPE)}
         return query, "POST", self.url, headers, wire
 
-    async def _aresolve_message(self, client: Any, name: str, rdtype: int) -> tuple[list[str], float | None]:
+    async def _aresolve_message(
+        self, client: _AsyncClient, name: str, number: int
+    ) -> tuple[list[str], float | None]:
         dns = load_dnspython()
-        qname = dns.name.from_text(name)
-        seen: set[Any] = set()
+        qname: Name = dns.name.from_text(name)
+        rdtype: RdataType = dns.rdatatype.RdataType.make(number)  # as dnspython's calls would make it
+        seen: set[Name] = set()
         ttl: float | None = None
         for _ in range(MAX_CNAME_DEPTH + 1):
             query, method, url, headers, body = self._message_request(qname, rdtype)
@@ -580,7 +639,9 @@ class DohDns:
             qname = target
         raise AnswerError(f"CNAME chain longer than {MAX_CNAME_DEPTH}")
 
-    async def _aresolve_json(self, client: Any, name: str, rdtype: int) -> tuple[list[str], float | None]:
+    async def _aresolve_json(
+        self, client: _AsyncClient, name: str, rdtype: int
+    ) -> tuple[list[str], float | None]:
         current = name
         seen = {name}
         ttl: float | None = None
@@ -607,7 +668,7 @@ def _asking(media_type: str) -> dict[str, str]:
     return {"Accept": media_type, "Accept-Encoding": "identity"}
 
 
-def _exchange(client: Any, request: Request) -> tuple[int, str | None, bytes]:
+def _exchange(client: _Client, request: Request) -> tuple[int, str | None, bytes]:
     """Status, content type and body (:func:`read_answer`) of one DoH request over ``client``."""
     call = client.new_call(request)
     response = call.execute()
@@ -621,7 +682,7 @@ def _exchange(client: Any, request: Request) -> tuple[int, str | None, bytes]:
     return response.status_code, response.headers.get("content-type"), body
 
 
-async def _aexchange(client: Any, request: Request) -> tuple[int, str | None, bytes]:
+async def _aexchange(client: _AsyncClient, request: Request) -> tuple[int, str | None, bytes]:
     """:func:`_exchange` over an ``AsyncClient``: the body streamed through :func:`aread_answer`, the call
     abandoned (never drained) when the answer is bad or the lookup is cancelled."""
     call = client.new_call(request)
@@ -636,10 +697,10 @@ async def _aexchange(client: Any, request: Request) -> tuple[int, str | None, by
     return response.status_code, response.headers.get("content-type"), body
 
 
-_CLOSING: set[Any] = set()  # tasks closing asyncio clients, kept alive until they finish
+_CLOSING: set[asyncio.Task[None]] = set()  # tasks closing asyncio clients, kept alive until they finish
 
 
-def _close_async_clients(clients: list[Any]) -> None:
+def _close_async_clients(clients: list[_AsyncClient]) -> None:
     """Close ``AsyncClient``s from blocking code: by a task when this thread runs a loop (which cannot be
     waited for here), else on a loop made for it."""
 

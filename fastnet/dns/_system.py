@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from typing import Any
+from collections.abc import Iterable
 
 from fastnet.dns._base import _strip_brackets, is_ip_literal, normalize_hostname
 from fastnet.exceptions import UnknownHostError
@@ -64,7 +64,7 @@ def _failure(name: str, exc: BaseException) -> UnknownHostError:
     return UnknownHostError(f"Broken system behaviour for dns lookup of {name}: {exc}", phase="dns")
 
 
-def _addresses(name: str, infos: Any) -> list[str]:
+def _addresses(name: str, infos: Iterable[tuple[int, int, int, str, tuple[object, ...]]]) -> list[str]:
     """The IPv4/IPv6 addresses of ``getaddrinfo``'s answer, first occurrence kept, order kept."""
     seen: set[str] = set()
     addresses: list[str] = []

@@ -17,7 +17,8 @@ import os
 import socket
 import struct
 import time
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeAlias
 
 from fastnet.dns._base import _strip_brackets, is_ip_literal, normalize_hostname
 from fastnet.dns._wire import (
@@ -29,7 +30,19 @@ from fastnet.dns._wire import (
     unknown_host,
 )
 
+if TYPE_CHECKING:
+    from dns.message import Message
+    from dns.name import Name
+    from dns.rdatatype import RdataType
+
+    from fastnet.dns._wire import Outcome
+
 __all__ = ["UdpDns"]
+
+#: One record type's result: ``(addresses, ttl, failure reason)``.
+_Found: TypeAlias = "tuple[list[str], float | None, str | None]"
+#: The queries in flight by ID: ``(query, rdtype)``.
+_Pending: TypeAlias = "dict[int, tuple[Message, RdataType]]"
 
 # Upper bound on datagrams read per exchange, so a flood of junk cannot keep a lookup spinning.
 _MAX_DATAGRAMS = 256
@@ -80,7 +93,7 @@ class UdpDns:
             return [_strip_brackets(hostname)], None
         dns = load_dnspython()
         name = normalize_hostname(hostname)
-        qname = dns.name.from_text(name)
+        qname: Name = dns.name.from_text(name)
         rdtypes = self._rdtypes(dns)
         deadline = time.monotonic() + self.timeout
         outcomes = self._exchange([(qname, t) for t in rdtypes], deadline)
@@ -99,7 +112,7 @@ class UdpDns:
             return [_strip_brackets(hostname)], None
         dns = load_dnspython()
         name = normalize_hostname(hostname)
-        qname = dns.name.from_text(name)
+        qname: Name = dns.name.from_text(name)
         rdtypes = self._rdtypes(dns)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
@@ -107,10 +120,10 @@ class UdpDns:
         found = [await self._afollow(loop, qname, rdtype, outcomes[rdtype], deadline) for rdtype in rdtypes]
         return self._combine(name, found)
 
-    def _rdtypes(self, dns: Any) -> list[Any]:
+    def _rdtypes(self, dns: ModuleType) -> list[RdataType]:
         return [dns.rdatatype.A] + ([dns.rdatatype.AAAA] if self.ipv6 else [])
 
-    def _combine(self, name: str, found: list[tuple[list[str], Any, Any]]) -> tuple[list[str], float | None]:
+    def _combine(self, name: str, found: list[_Found]) -> tuple[list[str], float | None]:
         """The answer from each record type's (addresses, ttl, reason): A first, then AAAA."""
         addresses: list[str] = []
         reasons: list[str] = []
@@ -127,7 +140,7 @@ class UdpDns:
             raise unknown_host(name, reasons, f"udp {self._where()}")
         return addresses, (min(ttls) if ttls else None)
 
-    def _follow(self, qname: Any, rdtype: Any, outcome: Any, deadline: float) -> tuple[list[str], Any, Any]:
+    def _follow(self, qname: Name, rdtype: RdataType, outcome: Outcome, deadline: float) -> _Found:
         """Turn one query's outcome into (addresses, ttl, failure reason), re-asking for CNAME targets."""
         chase = _Chase(qname)
         for _ in range(MAX_CNAME_DEPTH + 1):
@@ -138,8 +151,13 @@ class UdpDns:
         return [], chase.ttl, f"CNAME chain longer than {MAX_CNAME_DEPTH}"
 
     async def _afollow(
-        self, loop: asyncio.AbstractEventLoop, qname: Any, rdtype: Any, outcome: Any, deadline: float
-    ) -> tuple[list[str], Any, Any]:
+        self,
+        loop: asyncio.AbstractEventLoop,
+        qname: Name,
+        rdtype: RdataType,
+        outcome: Outcome,
+        deadline: float,
+    ) -> _Found:
         """:meth:`_follow` over the loop."""
         chase = _Chase(qname)
         for _ in range(MAX_CNAME_DEPTH + 1):
@@ -157,7 +175,7 @@ class UdpDns:
         note = f" after ignoring {ignored} malformed or mismatched answer(s)" if ignored else ""
         return f"timed out after {self.timeout:g} s{note}"
 
-    def _open(self, pending: dict[int, tuple[Any, Any]], blocking: bool) -> socket.socket | str:
+    def _open(self, pending: _Pending, blocking: bool) -> socket.socket | str:
         """A UDP socket connected to the server with every query sent, or why that failed."""
         sock = socket.socket(self._family, socket.SOCK_DGRAM)
         try:
@@ -170,13 +188,13 @@ class UdpDns:
             return f"cannot send to {self._where()}: {exc}"
         return sock
 
-    def _exchange(self, questions: list[tuple[Any, Any]], deadline: float) -> dict[Any, Any]:
+    def _exchange(self, questions: list[tuple[Name, RdataType]], deadline: float) -> dict[RdataType, Outcome]:
         """Send every question at once over UDP; map rdtype to a response or a failure reason."""
         pending = _queries(questions)
         sock = self._open(pending, True)
         if isinstance(sock, str):
             return {rdtype: sock for _, rdtype in questions}
-        results: dict[Any, Any] = {}
+        results: dict[RdataType, Outcome] = {}
         ignored = 0
         with sock:
             for _ in range(_MAX_DATAGRAMS):
@@ -209,8 +227,8 @@ class UdpDns:
         return results
 
     async def _aexchange(
-        self, loop: asyncio.AbstractEventLoop, questions: list[tuple[Any, Any]], deadline: float
-    ) -> dict[Any, Any]:
+        self, loop: asyncio.AbstractEventLoop, questions: list[tuple[Name, RdataType]], deadline: float
+    ) -> dict[RdataType, Outcome]:
         """:meth:`_exchange` over a datagram endpoint; the deadline is a timer of the loop."""
         pending = _queries(questions)
         sock = self._open(pending, False)
@@ -244,14 +262,14 @@ class UdpDns:
     def _unreachable(self, exc: OSError) -> str:
         return f"no DNS server at {self._where()}: {exc.strerror or exc}"
 
-    def _tcp(self, query: Any, deadline: float) -> Any:
+    def _tcp(self, query: Message, deadline: float) -> Outcome:
         """Ask ``query`` again over TCP (RFC 7766); a response or a failure reason."""
         dns = load_dnspython()
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return f"timed out after {self.timeout:g} s"
         try:
-            response = dns.query.tcp(query, self.server, timeout=remaining, port=self.port)
+            response: Message = dns.query.tcp(query, self.server, timeout=remaining, port=self.port)
         except dns.exception.Timeout:
             return f"timed out over TCP after {self.timeout:g} s"
         except OSError as exc:
@@ -262,7 +280,7 @@ class UdpDns:
             return "mismatched answer over TCP"
         return response
 
-    async def _atcp(self, loop: asyncio.AbstractEventLoop, query: Any, deadline: float) -> Any:
+    async def _atcp(self, loop: asyncio.AbstractEventLoop, query: Message, deadline: float) -> Outcome:
         """:meth:`_tcp` over the loop: the same reasons for the same failures."""
         remaining = deadline - loop.time()
         if remaining <= 0:
@@ -278,7 +296,7 @@ class UdpDns:
         except Exception as exc:  # noqa: BLE001 - malformed or mismatched TCP answer
             return f"bad answer over TCP: {type(exc).__name__}: {exc}"
 
-    async def _tcp_query(self, loop: asyncio.AbstractEventLoop, query: Any) -> Any:
+    async def _tcp_query(self, loop: asyncio.AbstractEventLoop, query: Message) -> Message:
         """One query over a new TCP connection: two-byte length, message; the same for the answer,
         never reading more than that (at most 65,537 bytes are kept)."""
         dns = load_dnspython()
@@ -294,7 +312,7 @@ class UdpDns:
             data = await protocol.answer
         finally:
             protocol.close()
-        response = dns.message.from_wire(data)
+        response: Message = dns.message.from_wire(data)
         if not query.is_response(response):
             raise dns.query.BadResponse  # what dns.query.tcp raises on the blocking path
         return response
@@ -303,9 +321,9 @@ class UdpDns:
         return f"UdpDns({self._where()})"
 
 
-def _queries(questions: list[tuple[Any, Any]]) -> dict[int, tuple[Any, Any]]:
+def _queries(questions: list[tuple[Name, RdataType]]) -> _Pending:
     """One query per question, by ID (IDs random and distinct)."""
-    pending: dict[int, tuple[Any, Any]] = {}
+    pending: _Pending = {}
     for qname, rdtype in questions:
         query = make_query(qname, rdtype)
         while query.id in pending:
@@ -314,12 +332,12 @@ def _queries(questions: list[tuple[Any, Any]]) -> dict[int, tuple[Any, Any]]:
     return pending
 
 
-def _match(pending: dict[int, tuple[Any, Any]], data: bytes) -> tuple[Any, Any, Any] | None:
+def _match(pending: _Pending, data: bytes) -> tuple[Message, RdataType, Message] | None:
     """``(query, rdtype, response)`` when ``data`` answers a pending query (which leaves ``pending``),
     else ``None``: malformed bytes, an unknown ID or another question."""
     dns = load_dnspython()
     try:
-        response = dns.message.from_wire(data)
+        response: Message = dns.message.from_wire(data)
     except Exception:  # noqa: BLE001 - any parse failure means "not an answer"
         return None
     match = pending.get(response.id)
@@ -329,7 +347,7 @@ def _match(pending: dict[int, tuple[Any, Any]], data: bytes) -> tuple[Any, Any, 
     return match[0], match[1], response
 
 
-def _truncated(response: Any) -> bool:
+def _truncated(response: Message) -> bool:
     return bool(response.flags & load_dnspython().flags.TC)
 
 
@@ -346,14 +364,14 @@ class _Chase:
 
     __slots__ = ("qname", "seen", "ttl", "found", "reason")
 
-    def __init__(self, qname: Any) -> None:
+    def __init__(self, qname: Name) -> None:
         self.qname = qname
-        self.seen: set[Any] = set()
-        self.ttl: Any = None
+        self.seen: set[Name] = set()
+        self.ttl: float | None = None
         self.found: list[str] = []
         self.reason: str | None = None
 
-    def step(self, outcome: Any, rdtype: Any) -> Any:
+    def step(self, outcome: Outcome, rdtype: RdataType) -> Name | None:
         """Take one query's outcome: ``None`` when done (``found`` or ``reason`` set), else the name
         to ask for next (a CNAME target the server did not chase)."""
         if isinstance(outcome, str):
@@ -378,24 +396,24 @@ class _Datagrams(asyncio.DatagramProtocol):
     (the blocking loop's steps); the exchange ends when every query has an answer, on an ICMP error,
     after ``_MAX_DATAGRAMS`` datagrams, or at the deadline (:meth:`finish`, a timer of the loop)."""
 
-    def __init__(self, owner: UdpDns, pending: dict[int, tuple[Any, Any]]) -> None:
+    def __init__(self, owner: UdpDns, pending: _Pending) -> None:
         self.owner = owner
         self.pending = pending
-        self.results: dict[Any, Any] = {}
-        self.truncated: list[tuple[Any, Any]] = []  # (query, rdtype) to ask again over TCP
+        self.results: dict[RdataType, Outcome] = {}
+        self.truncated: list[tuple[Message, RdataType]] = []  # (query, rdtype) to ask again over TCP
         self.ignored = 0
         self.received = 0
         self.finished = False
         self.closed = False
-        self.transport: Any = None
+        self.transport: asyncio.BaseTransport | None = None
         self.waiter: asyncio.Future[None] | None = None
 
-    def connection_made(self, transport: Any) -> None:
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
         if self.closed:  # given up while the endpoint was being made
             transport.close()
 
-    def datagram_received(self, data: bytes, addr: Any) -> None:
+    def datagram_received(self, data: bytes, addr: object) -> None:
         if self.finished:
             return
         self.received += 1
@@ -458,10 +476,10 @@ class _StreamAnswer(asyncio.Protocol):
         self.answer: asyncio.Future[bytes] = loop.create_future()
         self.buffer = bytearray()
         self.limit = 2 + 65535  # until the length prefix says how much
-        self.transport: Any = None
+        self.transport: asyncio.BaseTransport | None = None
         self.closed = False
 
-    def connection_made(self, transport: Any) -> None:
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
         if self.closed:
             transport.close()

@@ -7,9 +7,18 @@ so records for unrelated names in a response never reach a cache.
 
 from __future__ import annotations
 
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeAlias
 
 from fastnet.exceptions import UnknownHostError
+
+if TYPE_CHECKING:
+    from dns.message import Message, QueryMessage
+    from dns.name import Name
+    from dns.rdatatype import RdataType
+
+    #: What one query came to: the server's response, or why there is none.
+    Outcome: TypeAlias = "Message | str"
 
 __all__ = [
     "MAX_ADDRESSES",
@@ -27,15 +36,18 @@ MAX_ADDRESSES = 64
 #: Longest CNAME chain followed, across re-queries too.
 MAX_CNAME_DEPTH = 8
 
-Extracted = tuple[list[str], "float | None", Any]
+#: ``(addresses, ttl, target)``: see :func:`extract_addresses`.
+Extracted = tuple[list[str], "float | None", "Name | None"]
 
 
 class AnswerError(Exception):
     """A response that cannot be used; the message is the reason shown in ``UnknownHostError``."""
 
 
-def load_dnspython() -> Any:
-    """Import dnspython's modules, or explain the optional extra that provides it."""
+def load_dnspython() -> ModuleType:
+    """Import dnspython's modules, or explain the optional extra that provides it: the ``dns`` package,
+    with ``exception``, ``flags``, ``message``, ``name``, ``query``, ``rcode``, ``rdataclass`` and
+    ``rdatatype`` loaded."""
     try:
         import dns.exception
         import dns.flags
@@ -50,16 +62,16 @@ def load_dnspython() -> Any:
     return dns
 
 
-def make_query(name: Any, rdtype: Any, *, zero_id: bool = False) -> Any:
+def make_query(name: Name | str, rdtype: RdataType, *, zero_id: bool = False) -> QueryMessage:
     """A recursive query (RD set) for ``name``/``rdtype``; ``zero_id`` for DoH (RFC 8484 §4.1)."""
     dns = load_dnspython()
-    query = dns.message.make_query(name, rdtype, use_edns=False)
+    query: QueryMessage = dns.message.make_query(name, rdtype, use_edns=False)
     if zero_id:
         query.id = 0
     return query
 
 
-def rcode_reason(response: Any) -> str | None:
+def rcode_reason(response: Message) -> str | None:
     """``None`` for NOERROR, else the RCODE's name (``NXDOMAIN``, ``SERVFAIL``, ``REFUSED``...)."""
     dns = load_dnspython()
     rcode = response.rcode()
@@ -68,7 +80,9 @@ def rcode_reason(response: Any) -> str | None:
     return str(dns.rcode.to_text(rcode))
 
 
-def extract_addresses(response: Any, qname: Any, rdtype: Any, seen: set[Any] | None = None) -> Extracted:
+def extract_addresses(
+    response: Message, qname: Name, rdtype: RdataType, seen: set[Name] | None = None
+) -> Extracted:
     """Addresses of type ``rdtype`` for ``qname``, following CNAMEs within ``response``.
 
     Returns ``(addresses, ttl, target)``: ``target`` is the name a CNAME chain ended at without

@@ -59,7 +59,7 @@ import functools
 import threading
 import time
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastnet.dns._base import (
     alookup_with_ttl,
@@ -70,6 +70,11 @@ from fastnet.dns._base import (
     normalize_hostname,
 )
 from fastnet.exceptions import UnknownHostError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from fastnet.dns._base import DnsLike
 
 __all__ = ["CachingDns", "DnsCache", "IpBlacklist"]
 
@@ -90,7 +95,12 @@ class _Entry:
     __slots__ = ("addresses", "expires", "stale_until", "error", "cause")
 
     def __init__(
-        self, addresses: tuple[str, ...], expires: float, stale_until: float, error: Any, cause: Any = None
+        self,
+        addresses: tuple[str, ...],
+        expires: float,
+        stale_until: float,
+        error: str | None,
+        cause: BaseException | None = None,
     ) -> None:
         self.addresses = addresses
         self.expires = expires
@@ -163,7 +173,7 @@ class DnsCache:
             return None
         return list(entry.addresses)
 
-    def put(self, host: str, addresses: Any, ttl: Any = None) -> None:
+    def put(self, host: str, addresses: Iterable[str], ttl: float | None = None) -> None:
         """Store a positive answer for ``ttl`` seconds (``default_ttl`` when ``None``)."""
         items = tuple(addresses)
         if not items:
@@ -174,7 +184,9 @@ class DnsCache:
         now = _monotonic()
         self._store(host, _Entry(items, now + seconds, now + seconds + self.stale_ttl, None))
 
-    def put_negative(self, host: str, reason: str, ttl: Any = None, cause: Any = None) -> None:
+    def put_negative(
+        self, host: str, reason: str, ttl: float | None = None, cause: BaseException | None = None
+    ) -> None:
         """Remember for ``ttl`` seconds (``negative_ttl`` when ``None``) that ``host`` did not resolve.
 
         ``cause``, when given, becomes the ``__cause__`` of the error a hit raises (store a copy without
@@ -296,7 +308,7 @@ class IpBlacklist:
             return False
         return per_host.get(ip, 0) > self.threshold
 
-    def filter(self, host: str, ips: list) -> list[str]:  # type: ignore[type-arg]
+    def filter(self, host: str, ips: list[str]) -> list[str]:
         """``ips`` without the blacklisted ones, order kept (``ips`` itself when nothing is blacklisted)."""
         per_host = self._failures.get(host)
         if per_host is None:
@@ -315,7 +327,7 @@ class IpBlacklist:
                 return []
             return [ip for ip, count in per_host.items() if count > self.threshold]
 
-    def clear(self, host: Any = None) -> None:
+    def clear(self, host: str | None = None) -> None:
         """Forget the counts for ``host``, or for every host when ``host`` is ``None``."""
         with self._lock:
             if host is None:
@@ -323,7 +335,7 @@ class IpBlacklist:
             else:
                 self._failures.pop(host, None)
 
-    def connect_failed(self, host: str, ip: str, error: Any) -> None:
+    def connect_failed(self, host: str, ip: str, error: BaseException) -> None:
         """Route-layer hook: a connect to ``ip`` for ``host`` failed with ``error``."""
         self.record_failure(host, ip)
 
@@ -349,15 +361,15 @@ class _Flight:
 
     __slots__ = ("done", "addresses", "error", "abandoned", "owner", "loop", "task", "waiters", "blocked")
 
-    def __init__(self, loop: Any = None) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.done = threading.Event()
-        self.addresses: Any = None
-        self.error: Any = None
+        self.addresses: list[str] | None = None
+        self.error: BaseException | None = None
         self.abandoned = False
         self.owner = _get_ident()
         self.loop = loop
-        self.task: Any = None
-        self.waiters: list[tuple[Any, Any]] | None = []
+        self.task: asyncio.Task[list[str]] | None = None
+        self.waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] | None = []
         self.blocked = 0
 
 
@@ -382,14 +394,14 @@ class CachingDns:
 
     def __init__(
         self,
-        inner: Any,
+        inner: DnsLike,
         ttl: float = 10.0,
         max_entries: int = 1024,
         stale_if_error: float = 300.0,
         negative_ttl: float = 1.0,
         min_ttl: float = 0.0,
         max_ttl: float = 3600.0,
-        blacklist: Any = None,
+        blacklist: IpBlacklist | None = None,
     ) -> None:
         if inner is None or not (callable(inner) or callable(getattr(inner, "lookup", None))):
             raise TypeError(f"inner must be a Dns or a callable, not {inner!r}")
@@ -436,9 +448,9 @@ class CachingDns:
         for _ in range(_MAX_ROUNDS):
             alone = False
             with self._lock:
-                flight: Any = self._flights.get(hostname)
+                flight: _Flight | None = self._flights.get(hostname)
                 leader = flight is None
-                if leader:
+                if flight is None:
                     flight = _Flight()
                     self._flights[hostname] = flight
                 elif flight.owner == _get_ident():
@@ -452,13 +464,13 @@ class CachingDns:
             if self._block(hostname, flight):
                 if flight.error is not None:
                     raise _copy_error(flight.error)
-                return list(flight.addresses)
+                return list(flight.addresses)  # type: ignore[arg-type]  # landed without an error: set
             entry = self.cache._entry(hostname)  # abandoned: maybe someone else resolved it meanwhile
             if entry is not None and entry.expires > _monotonic() and entry.error is None:
                 return list(entry.addresses)
         return self._resolve(hostname, name)
 
-    def _lead(self, hostname: str, name: str, flight: Any) -> list[str]:
+    def _lead(self, hostname: str, name: str, flight: _Flight) -> list[str]:
         """Resolve as the thread of a blocking flight."""
         try:
             addresses = self._resolve(hostname, name)
@@ -470,7 +482,7 @@ class CachingDns:
         finally:
             self._land(hostname, flight)
 
-    def _block(self, hostname: str, flight: Any) -> bool:
+    def _block(self, hostname: str, flight: _Flight) -> bool:
         """Wait (blocking) for another thread's or loop's flight: True when it landed with an outcome."""
         try:
             if flight.loop is None:
@@ -494,15 +506,15 @@ class CachingDns:
             future = loop.create_future()
             alone = False
             with self._lock:
-                flight: Any = self._flights.get(hostname)
+                flight: _Flight | None = self._flights.get(hostname)
                 leader = flight is None
-                if leader:
+                if flight is None:
                     flight = _Flight(loop)
                     self._flights[hostname] = flight
                 elif flight.loop is None and flight.owner == _get_ident():
                     alone = True  # a blocking flight of this very thread (re-entered): it cannot land
                 if not alone:
-                    flight.waiters.append((loop, future))
+                    flight.waiters.append((loop, future))  # type: ignore[union-attr]  # joinable: a list
             if alone:
                 return await self._aresolve(hostname, name)
             if leader:
@@ -517,9 +529,9 @@ class CachingDns:
                 else:
                     landed = await self._await_remote(hostname, flight, loop, future)
             except asyncio.CancelledError:
-                task = self._leave(hostname, flight, loop, future)
-                if task is not None and not task.done():
-                    await asyncio.wait((task,))  # its sockets are closed when this lookup returns
+                left = self._leave(hostname, flight, loop, future)
+                if left is not None and not left.done():
+                    await asyncio.wait((left,))  # its sockets are closed when this lookup returns
                 raise
             if landed and not flight.abandoned:
                 error = flight.error
@@ -527,20 +539,26 @@ class CachingDns:
                     if leader:
                         raise error
                     raise _copy_error(error)
-                return list(flight.addresses)
+                return list(flight.addresses)  # type: ignore[arg-type]  # landed without an error: set
             entry = self.cache._entry(hostname)  # abandoned: maybe someone else resolved it meanwhile
             if entry is not None and entry.expires > _monotonic() and entry.error is None:
                 return list(entry.addresses)
         return await self._aresolve(hostname, name)
 
-    async def _await_remote(self, hostname: str, flight: Any, loop: Any, future: Any) -> bool:
+    async def _await_remote(
+        self,
+        hostname: str,
+        flight: _Flight,
+        loop: asyncio.AbstractEventLoop,
+        future: asyncio.Future[None],
+    ) -> bool:
         """Await the end of a flight on another loop: True when it landed, False when that loop stopped
         running first (the flight is dropped: it may never land)."""
         while True:
             done, _ = await asyncio.wait((future,), timeout=_LIVENESS_CHECK)
             if done:
                 return True
-            if not _runs(flight.loop):
+            if not _runs(flight.loop):  # type: ignore[arg-type]  # a flight of another loop
                 self._drop(hostname, flight)
                 with self._lock:
                     waiters = flight.waiters
@@ -548,7 +566,7 @@ class CachingDns:
                         waiters.remove((loop, future))
                 return False
 
-    def _landed(self, hostname: str, flight: Any, task: Any) -> None:
+    def _landed(self, hostname: str, flight: _Flight, task: asyncio.Task[list[str]]) -> None:
         """The task of an asyncio flight has finished: record its outcome and wake the waiters."""
         if task.cancelled():
             flight.abandoned = True
@@ -560,7 +578,7 @@ class CachingDns:
                 flight.error = error
         self._land(hostname, flight)
 
-    def _land(self, hostname: str, flight: Any) -> None:
+    def _land(self, hostname: str, flight: _Flight) -> None:
         """End ``flight``: no longer joinable; wake the threads and the coroutines waiting for it."""
         with self._lock:
             if self._flights.get(hostname) is flight:
@@ -579,13 +597,19 @@ class CachingDns:
                     except RuntimeError:  # that loop is closed: its coroutines are gone with it
                         pass
 
-    def _drop(self, hostname: str, flight: Any) -> None:
+    def _drop(self, hostname: str, flight: _Flight) -> None:
         """Forget ``flight`` (its loop no longer runs): the next lookup starts a new one."""
         with self._lock:
             if self._flights.get(hostname) is flight:
                 del self._flights[hostname]
 
-    def _leave(self, hostname: str, flight: Any, loop: Any, future: Any) -> Any:
+    def _leave(
+        self,
+        hostname: str,
+        flight: _Flight,
+        loop: asyncio.AbstractEventLoop,
+        future: asyncio.Future[None],
+    ) -> asyncio.Task[list[str]] | None:
         """A waiting coroutine was cancelled: it leaves ``flight``. When nobody waits any more the
         flight's task is cancelled; returned when it runs on ``loop`` (the caller waits for it)."""
         with self._lock:
@@ -603,7 +627,7 @@ class CachingDns:
             task.cancel()
             return task
         try:
-            flight.loop.call_soon_threadsafe(task.cancel)
+            flight.loop.call_soon_threadsafe(task.cancel)  # type: ignore[union-attr]  # it has a task: a loop
         except RuntimeError:  # that loop is closed
             pass
         return None
@@ -645,7 +669,7 @@ class CachingDns:
             cache.put_negative(hostname, exc.message, None, _detached(exc.__cause__))
         return None
 
-    def _accept(self, hostname: str, name: str, addresses: list[str], ttl: Any) -> list[str]:
+    def _accept(self, hostname: str, name: str, addresses: list[str], ttl: float | None) -> list[str]:
         """``inner`` answered: filter, cache and return the answer (an empty one fails like an error)."""
         cache = self.cache
         if not addresses:
@@ -670,7 +694,7 @@ class CachingDns:
         cache.put(hostname, addresses, seconds)
         return addresses
 
-    def connect_failed(self, host: str, ip: str, error: Any) -> None:
+    def connect_failed(self, host: str, ip: str, error: BaseException) -> None:
         """Route-layer hook: forwarded to ``inner`` and the blacklist; drops the cached answer once
         ``ip`` gets blacklisted so the next lookup resolves without it."""
         forward_connect_failed(self.inner, host, ip, error)
@@ -688,7 +712,7 @@ class CachingDns:
         if self.blacklist is not None and self.blacklist is not getattr(self.inner, "blacklist", None):
             self.blacklist.record_success(host, ip)
 
-    def invalidate(self, hostname: Any = None) -> None:
+    def invalidate(self, hostname: str | None = None) -> None:
         """Forget ``hostname`` (or everything when ``None``)."""
         if hostname is None:
             self.cache.clear()
@@ -699,24 +723,24 @@ class CachingDns:
         return f"CachingDns({self.inner!r}, {self.cache!r})"
 
 
-def _runs(loop: Any) -> bool:
+def _runs(loop: asyncio.AbstractEventLoop) -> bool:
     """Whether ``loop`` is running (so a flight of it can still land)."""
     return bool(loop.is_running()) and not loop.is_closed()
 
 
-def _running_loop() -> Any:
+def _running_loop() -> asyncio.AbstractEventLoop | None:
     try:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
 
 
-def _wake(future: Any) -> None:
+def _wake(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
 
 
-def _detached(error: Any) -> Any:
+def _detached(error: BaseException | None) -> BaseException | None:
     """A copy of ``error`` without traceback, cause or context (``None`` if it cannot be copied)."""
     if error is None:
         return None

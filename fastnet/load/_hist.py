@@ -8,7 +8,48 @@ report prints.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Protocol, TypedDict
+
+    class Summary(TypedDict):
+        """:func:`summary`'s figures (the fields of ``LatencyStats``)."""
+
+        count: int
+        min: float
+        mean: float
+        stdev: float
+        p50: float
+        p90: float
+        p99: float
+        p99_9: float
+        max: float
+
+    class IterationValue(Protocol):
+        """One step of a histogram's iterators (``hdrh.iterators.HdrIterationValue``)."""
+
+        value_iterated_to: int
+        count_added_in_this_iter_step: int
+        percentile_level_iterated_to: float
+
+    class Histogram(Protocol):
+        """What fastnet load uses of an ``hdrh.histogram.HdrHistogram`` (the package ships no types)."""
+
+        highest_trackable_value: int
+
+        def record_value(self, value: int, count: int = 1) -> bool: ...
+        def get_total_count(self) -> int: ...
+        def get_min_value(self) -> int: ...
+        def get_max_value(self) -> int: ...
+        def get_mean_value(self) -> float: ...
+        def get_stddev(self) -> float: ...
+        def get_percentile_to_value_dict(self, percentile_list: list[float]) -> dict[float, int]: ...
+        def get_percentile_iterator(self, ticks_per_half_distance: int) -> Iterable[IterationValue]: ...
+        def get_recorded_iterator(self) -> Iterable[IterationValue]: ...
+
 
 __all__ = [
     "HIGHEST_US",
@@ -31,7 +72,7 @@ class MissingDependency(ImportError):
     """An optional dependency of ``fastnet load`` is not installed."""
 
 
-def require(module: str, package: str) -> Any:
+def require(module: str, package: str) -> ModuleType:
     """Import ``module`` (from the PyPI package ``package``) or say how to install it."""
     import importlib
 
@@ -44,30 +85,31 @@ def require(module: str, package: str) -> Any:
         ) from exc
 
 
-def new_histogram() -> Any:
+def new_histogram() -> Histogram:
     """An empty ``hdrh.histogram.HdrHistogram`` for microseconds, 1 µs to one hour, 3 digits."""
     hdrh = require("hdrh.histogram", "hdrhistogram")
-    return hdrh.HdrHistogram(1, HIGHEST_US, SIGNIFICANT_DIGITS)
+    histogram: Histogram = hdrh.HdrHistogram(1, HIGHEST_US, SIGNIFICANT_DIGITS)
+    return histogram
 
 
 @dataclass
 class Histograms:
     """One histogram per quantity the loop measures (µs)."""
 
-    latency: Any
-    first_byte: Any
-    response: Any
-    connect: Any
-    dns: Any
-    tls: Any
-    lag: Any
+    latency: Histogram
+    first_byte: Histogram
+    response: Histogram
+    connect: Histogram
+    dns: Histogram
+    tls: Histogram
+    lag: Histogram
 
     @classmethod
     def new(cls) -> Histograms:
         return cls(*(new_histogram() for _ in range(7)))
 
 
-def summary(histogram: Any, scale: float = 1e-6) -> dict[str, float | int] | None:
+def summary(histogram: Histogram, scale: float = 1e-6) -> Summary | None:
     """count, min, mean, stdev, p50, p90, p99, p99.9 and max of ``histogram``, times ``scale`` (µs to s
     by default); ``None`` when it is empty."""
     count = int(histogram.get_total_count())
@@ -87,7 +129,7 @@ def summary(histogram: Any, scale: float = 1e-6) -> dict[str, float | int] | Non
     }
 
 
-def percentile_points(histogram: Any, scale: float = 1e-6) -> list[tuple[float, float]]:
+def percentile_points(histogram: Histogram, scale: float = 1e-6) -> list[tuple[float, float]]:
     """(percentile, value × ``scale``) points of the distribution, HdrHistogram's usual plot steps (five
     ticks per halving of the distance to 100%), duplicates of a value kept only at their highest level."""
     if histogram.get_total_count() == 0:
@@ -102,7 +144,7 @@ def percentile_points(histogram: Any, scale: float = 1e-6) -> list[tuple[float, 
     return points
 
 
-def log_bins(histogram: Any, bins: int = 12, scale: float = 1e-6) -> list[tuple[float, int]]:
+def log_bins(histogram: Histogram, bins: int = 12, scale: float = 1e-6) -> list[tuple[float, int]]:
     """The recorded values in ``bins`` log-spaced bins from the minimum to the maximum: (upper bound ×
     ``scale``, count) each."""
     total = int(histogram.get_total_count())

@@ -53,10 +53,14 @@ import socket
 import ssl
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastnet._internal.http1.parser import BODY_LENGTH, BODY_NONE, ResponseParser
 from fastnet.exceptions import ConnectionClosedError, ProtocolError
+
+if TYPE_CHECKING:
+    from fastnet.load._hist import Histogram, Histograms
+    from fastnet.load._targets import Group
 
 __all__ = [
     "BUSY",
@@ -102,7 +106,7 @@ class Recorder:
 
     __slots__ = ("histogram", "highest")
 
-    def __init__(self, histogram: Any) -> None:
+    def __init__(self, histogram: Histogram) -> None:
         self.histogram = histogram
         self.highest = int(histogram.highest_trackable_value)
 
@@ -198,7 +202,7 @@ class Engine:
 
     def __init__(
         self,
-        groups: Sequence[Any],
+        groups: Sequence[Group],
         connections: Sequence[int],
         *,
         total: int,
@@ -206,7 +210,7 @@ class Engine:
         rate: float,
         timeout: float,
         head: bool,
-        recorders: Any,
+        recorders: Histograms,
         prepare: Callable[[int, int], None] | None = None,
         keepalive: bool = True,
     ) -> None:
@@ -217,7 +221,7 @@ class Engine:
         if rate < 0:
             raise ValueError("rate must not be negative")
         self._requests: list[list[bytes]] = []
-        self._addresses: list[Any] = []
+        self._addresses: list[tuple[int, str, int] | None] = []
         self._labels: list[str] = []
         for group in groups:
             requests = list(group.requests)
@@ -253,7 +257,9 @@ class Engine:
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
-        self._delivered: collections.deque[tuple[int, Any, Any, Any]] = collections.deque()
+        self._delivered: collections.deque[
+            tuple[int, socket.socket | None, BaseException | None, tuple[int, int, int] | None]
+        ] = collections.deque()
         self._ready: list[int] = []
         self._closed: list[int] = list(range(len(self._conns) - 1, -1, -1))
         self._statuses: dict[int, int] = {}
@@ -303,7 +309,13 @@ class Engine:
         """End the run at the next turn of the loop (safe from a signal handler)."""
         self._stop_requested = True
 
-    def deliver(self, index: int, sock: Any, error: BaseException | None, phases: Any) -> None:
+    def deliver(
+        self,
+        index: int,
+        sock: socket.socket | None,
+        error: BaseException | None,
+        phases: tuple[int, int, int] | None,
+    ) -> None:
         """Hand back a connection ``prepare(index, group)`` was asked for (any thread).
 
         ``sock`` is the connected socket (plain or TLS) or ``None`` with ``error``; ``phases`` is
@@ -482,7 +494,7 @@ class Engine:
         self._send(conn, now)
 
     def _connect_failed(self, conn: _Conn, code: int, now: int, doing: str = "connect to") -> None:
-        host, port = self._addresses[conn.group][1:]
+        host, port = self._addresses[conn.group][1:]  # type: ignore[index]  # opened by the loop: an address
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         self._fail(
             conn,
@@ -706,7 +718,7 @@ class Engine:
         for conn in self._conns:
             if conn.deadline <= now and (conn.state == BUSY or conn.state == CONNECTING):
                 if conn.state == CONNECTING:
-                    host, port = self._addresses[conn.group][1:]
+                    host, port = self._addresses[conn.group][1:]  # type: ignore[index]  # opened by the loop: an address
                     where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
                     self._fail(
                         conn,

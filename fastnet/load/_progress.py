@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from fastnet.load._hist import require
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 __all__ = ["PLAIN_EVERY", "Display", "PlainDisplay", "RichDisplay", "Snapshot", "choose_display"]
 
@@ -110,10 +113,10 @@ class RichDisplay(Display):
             rich_progress.TextColumn("{task.fields[errors]}"),
             rich_progress.TextColumn("{task.fields[clock]}"),
         )
-        self.progress: Any = rich_progress.Progress(
+        self.progress: Progress = rich_progress.Progress(
             *columns, console=self.console, auto_refresh=False, transient=True
         )
-        self.task: Any = None
+        self.task: TaskID | None = None
 
     def start(self) -> None:
         self.progress.start()
@@ -131,7 +134,7 @@ class RichDisplay(Display):
         clock = f"{snapshot.elapsed:.1f} s" + (f", {left:.0f} s left" if left is not None else "")
         errors = f"[red]{snapshot.failed:,} errors" if snapshot.failed else "0 errors"
         self.progress.update(
-            self.task,
+            self.task,  # type: ignore[arg-type]  # start() added it
             total=total,
             completed=completed,
             done=f"{snapshot.done:,}",

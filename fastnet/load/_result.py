@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fastnet.load._hist import Histogram, Summary
 
 __all__ = ["SCHEMA_VERSION", "ErrorGroup", "Generator", "LatencyStats", "LoadResult", "stats_from"]
 
@@ -44,7 +47,7 @@ class LatencyStats:
         }
 
 
-def stats_from(summary: dict[str, Any] | None) -> LatencyStats | None:
+def stats_from(summary: Summary | None) -> LatencyStats | None:
     if summary is None:
         return None
     return LatencyStats(**summary)
@@ -107,7 +110,7 @@ class LoadResult:
     #: (upper bound in seconds, count) bins of the latency histogram (log-spaced), for plots.
     histogram: list[tuple[float, int]] = field(default_factory=list)
     #: The latency ``hdrh.histogram.HdrHistogram`` (µs) itself, for further analysis; not serialised.
-    latency_histogram: Any = field(default=None, repr=False, compare=False)
+    latency_histogram: Histogram | None = field(default=None, repr=False, compare=False)
 
     @property
     def requests(self) -> int:
@@ -126,7 +129,7 @@ class LoadResult:
     def interrupted(self) -> bool:
         return self.stopped_by == "interrupt"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The ``--json`` document."""
         g = self.generator
         return {

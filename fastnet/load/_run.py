@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from types import FrameType, ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastnet import _compat
 from fastnet.load import _hist, loop
@@ -38,6 +38,10 @@ from fastnet.load._targets import (
 )
 from fastnet.proxy import Proxy
 from fastnet.url import URL
+
+if TYPE_CHECKING:
+    from fastnet.load._loop_py import Engine
+    from fastnet.load._result import LatencyStats
 
 __all__ = ["DEFAULT_CONNECTIONS", "DEFAULT_DURATION", "DEFAULT_TIMEOUT", "TICK", "engine_module", "run"]
 
@@ -182,7 +186,7 @@ def run(
             threads=min(connections, _MAX_SETUP_THREADS),
         )
     try:
-        eng = module.Engine(
+        eng: Engine = module.Engine(
             groups,
             assignment,
             total=requests if requests is not None else -1,
@@ -255,7 +259,7 @@ def _asks_to_close(headers: Sequence[tuple[str, str]]) -> bool:
     return any(n.lower() == "connection" and "close" in v.lower() for n, v in headers)
 
 
-def _snapshot(eng: Any, rate_now: float, requests: int | None, duration: float | None) -> Snapshot:
+def _snapshot(eng: Engine, rate_now: float, requests: int | None, duration: float | None) -> Snapshot:
     started = eng.started_ns
     end = eng.ended_ns if eng.finished else time.monotonic_ns()
     return Snapshot(
@@ -268,7 +272,7 @@ def _snapshot(eng: Any, rate_now: float, requests: int | None, duration: float |
     )
 
 
-def _install_sigint(eng: Any) -> Callable[[], None]:
+def _install_sigint(eng: Engine) -> Callable[[], None]:
     previous = signal.getsignal(signal.SIGINT)
     pressed = [False]
 
@@ -286,7 +290,7 @@ def _install_sigint(eng: Any) -> Callable[[], None]:
     return restore
 
 
-def _generator_note(demand: float, saturated: bool, rate: float | None, lag: Any) -> str:
+def _generator_note(demand: float, saturated: bool, rate: float | None, lag: LatencyStats | None) -> str:
     if saturated:
         return (
             f"saturated: the generator's thread was busy {demand:.0%} of the run, so fastnet load, not "
@@ -299,7 +303,7 @@ def _generator_note(demand: float, saturated: bool, rate: float | None, lag: Any
 
 
 def _result(
-    eng: Any,
+    eng: Engine,
     module: ModuleType,
     histograms: _hist.Histograms,
     urls: list[URL],

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import fastnet
 from fastnet._internal._sync.exchange_finder import ExchangeFinder
@@ -41,6 +41,13 @@ from fastnet.headers import Headers
 from fastnet.proxy import Proxy, ProxyType
 from fastnet.request import Request
 from fastnet.url import URL
+
+if TYPE_CHECKING:
+    from fastnet.dns._base import DnsLike
+    from fastnet.route import Route
+
+#: ``deliver(index, sock, error, phases)``: a connection made for the loop, or why there is none.
+Deliver = Callable[[int, "socket.socket | None", "BaseException | None", "tuple[int, int, int] | None"], None]
 
 __all__ = [
     "USER_AGENT",
@@ -102,7 +109,7 @@ def parse_resolve(text: str) -> tuple[str, int, str]:
 class OverrideDns:
     """A ``Dns``: the ``--resolve`` address for a host when one was given, else ``fallback``."""
 
-    def __init__(self, overrides: dict[str, str], fallback: Any) -> None:
+    def __init__(self, overrides: dict[str, str], fallback: DnsLike) -> None:
         self.overrides = overrides
         self.fallback = as_dns(fallback)
 
@@ -143,7 +150,7 @@ def build_request(
     return request_head(request, http_proxy, authorization) + (body or b"")
 
 
-def resolve_address(host: str, port: int, dns: Any) -> tuple[tuple[int, str, int], int]:
+def resolve_address(host: str, port: int, dns: DnsLike) -> tuple[tuple[int, str, int], int]:
     """``((family, ip, port), dns_us)`` for ``host``; ``dns_us`` is -1 for an IP literal."""
     if is_ip_literal(host):
         ip = host.strip("[]")
@@ -170,7 +177,7 @@ def plan_groups(
     body: bytes | None,
     keepalive: bool,
     proxy: Proxy | None,
-    dns: Any,
+    dns: DnsLike,
 ) -> list[Group]:
     """Group ``urls`` by connection and build their requests; resolve what the loop connects to."""
     groups: dict[tuple[str, str, int], Group] = {}
@@ -212,28 +219,28 @@ class _Phases(fastnet.EventListener):
         self.connect = -1
         self.tls = -1
 
-    def dns_start(self, call: Any, host: str) -> None:
+    def dns_start(self, call: ConnectionUser, host: str) -> None:
         self.marks["dns"] = time.monotonic_ns()
 
-    def dns_end(self, call: Any, host: str, addresses: list[str]) -> None:
+    def dns_end(self, call: ConnectionUser, host: str, addresses: list[str]) -> None:
         if "dns" in self.marks:
             self.dns = (time.monotonic_ns() - self.marks.pop("dns")) // 1000
 
-    def connect_start(self, call: Any, route: Any) -> None:
+    def connect_start(self, call: ConnectionUser, route: Route) -> None:
         self.marks["connect"] = time.monotonic_ns()
 
-    def secure_connect_start(self, call: Any) -> None:
+    def secure_connect_start(self, call: ConnectionUser) -> None:
         now = time.monotonic_ns()
         self.marks["tls"] = now
         start = self.marks.get("connect")
         if start is not None and self.connect < 0:
             self.connect = (now - start) // 1000  # TCP (and any tunnel) up to the TLS handshake
 
-    def secure_connect_end(self, call: Any, tls_version: str | None) -> None:
+    def secure_connect_end(self, call: ConnectionUser, tls_version: str | None) -> None:
         if "tls" in self.marks:
             self.tls = (time.monotonic_ns() - self.marks.pop("tls")) // 1000
 
-    def connect_end(self, call: Any, route: Any) -> None:
+    def connect_end(self, call: ConnectionUser, route: Route) -> None:
         start = self.marks.get("connect")
         if start is not None and self.connect < 0:
             self.connect = (time.monotonic_ns() - start) // 1000
@@ -246,7 +253,7 @@ class _SetupUser(ConnectionUser):
     queueing): this subclass has a ``__dict__``, so they are harmless where the base class lacks them.
     """
 
-    def __init__(self, events: Any) -> None:
+    def __init__(self, events: fastnet.EventListener) -> None:
         self.events = events
         self.canceled = False
         self.timed_out = False
@@ -275,10 +282,10 @@ class Preparer:
         *,
         proxy: Proxy | None,
         verify: bool | str,
-        dns: Any,
+        dns: DnsLike,
         timeout: float,
         threads: int,
-        deliver: Callable[[int, Any, BaseException | None, Any], None] | None = None,
+        deliver: Deliver | None = None,
     ) -> None:
         self.groups = list(groups)
         self.timeout = timeout
@@ -298,13 +305,13 @@ class Preparer:
             max_workers=max(1, threads), thread_name_prefix="fastnet-load-setup"
         )
         self._lock = threading.Lock()
-        self._finders: set[Any] = set()
+        self._finders: set[ExchangeFinder] = set()
         self._closed = False
 
     def submit(self, index: int, group: int) -> None:
         self.executor.submit(self._open, index, self.groups[group].url)
 
-    def open(self, url: URL) -> tuple[Any, tuple[int, int, int]]:
+    def open(self, url: URL) -> tuple[socket.socket, tuple[int, int, int]]:
         """A connected socket for ``url`` (plain or TLS, tunnelled if need be) and its phase times."""
         phases = _Phases()
         user = _SetupUser(phases)

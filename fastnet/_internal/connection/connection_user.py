@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from fastnet._internal._async.exchange import AsyncExchange
     from fastnet._internal._sync.exchange import Exchange
     from fastnet._internal._sync.real_connection import RealConnection
+    from fastnet.events import EventListener
     from fastnet.exceptions import NetworkError
     from fastnet.request import Request
     from fastnet.route import Route
@@ -51,14 +52,16 @@ class ConnectionUser:
         "started_at",
         "queued",
     )
-    events: Any  # the call's EventListener, or None when no listener is configured
+    events: EventListener | None  # the call's EventListener, or None when no listener is configured
     canceled: bool
     timed_out: bool  # canceled by the call timeout (the error is CallTimeout, not CanceledError)
     deadline: float  # time.monotonic() by which the whole call must end; 0 for no call timeout
     max_body_size: int  # the largest body (decoded) that reading a whole response accepts; 0: no limit
     connection: RealConnection | None  # the connection the call holds now (cancel() shuts it down)
     reusable: bool  # the held connection may carry the next exchange (its last response ended cleanly)
-    finder: Any  # the ExchangeFinder of this hop, if a connection had to be opened (cancel() aborts it)
+    # the ExchangeFinder (or AsyncExchangeFinder: an unrelated class whose find() is awaited) of this hop,
+    # if a connection had to be opened (cancel() aborts it)
+    finder: Any
     exchange: Exchange | AsyncExchange | None  # the exchange in progress, if any
     # (connection, was_fresh) of the last exchange that failed on I/O: what recover() decides from
     last_failure: tuple[RealConnection, bool] | None

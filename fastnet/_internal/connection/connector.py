@@ -13,7 +13,7 @@ Compiled in place, typed by its ``.pxd``, in the compiled build.
 from __future__ import annotations
 
 import ssl
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fastnet._internal.connection.tls import shared_ssl_context
 from fastnet.exceptions import CanceledError
@@ -23,7 +23,10 @@ from fastnet.route import Address
 if TYPE_CHECKING:
     from fastnet._internal._sync.pool import RealConnectionPool
     from fastnet._internal.connection.route_database import RouteDatabase
-    from fastnet._internal.connection.tls import TlsSessions
+    from fastnet._internal.connection.tls import EnvCAs, TlsSessions
+    from fastnet.authenticator import AuthenticatorLike
+    from fastnet.dns._base import DnsLike
+    from fastnet.proxy import ProxySelector
     from fastnet.route import Route
     from fastnet.url import URL
 
@@ -57,14 +60,16 @@ class Connector:
         "local_address",
     )
     pool: RealConnectionPool
-    addresses: dict[Any, Address]  # by URL.origin_key, or (origin_key, proxy) for a per-request proxy
-    dns: Any
+    # by URL.origin_key, or (origin_key, proxy) for a per-request proxy
+    addresses: dict[str | tuple[str, Proxy], Address]
+    dns: DnsLike
     proxy: Proxy | None
-    proxy_selector: Any
+    proxy_selector: ProxySelector | None
     route_database: RouteDatabase
     ssl_context: ssl.SSLContext | None  # None: shared_ssl_context(ssl_shared), built by tls_context()
-    ssl_shared: Any  # which of the process's shared TLS contexts this client uses, when ssl_context is None
-    proxy_authenticator: Any
+    # which of the process's shared TLS contexts this client uses, when ssl_context is None
+    ssl_shared: EnvCAs | None
+    proxy_authenticator: AuthenticatorLike | None
     fallback_to_direct: bool
     happy_eyeballs: bool
     user_agent: str
@@ -75,18 +80,18 @@ class Connector:
         self,
         *,
         pool: RealConnectionPool,
-        dns: Any,
+        dns: DnsLike,
         proxy: Proxy | None,
-        proxy_selector: Any,
+        proxy_selector: ProxySelector | None,
         route_database: RouteDatabase,
         ssl_context: ssl.SSLContext | None,
-        proxy_authenticator: Any,
+        proxy_authenticator: AuthenticatorLike | None,
         fallback_to_direct: bool,
         happy_eyeballs: bool,
         user_agent: str,
         tls_sessions: TlsSessions,
         local_address: str | None = None,
-        ssl_shared: Any = None,
+        ssl_shared: EnvCAs | None = None,
     ) -> None:
         self.pool = pool
         self.addresses = {}

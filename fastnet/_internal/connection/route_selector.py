@@ -13,7 +13,7 @@ Compiled in place, typed by its ``.pxd``, in the compiled build.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastnet._internal.connection.route_database import RouteDatabase
 from fastnet.exceptions import ProxyError, RouteError, UnknownHostError
@@ -21,15 +21,21 @@ from fastnet.proxy import Proxy
 from fastnet.route import Address, Route, is_ip_literal
 from fastnet.url import URL
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from fastnet.dns._base import DnsLike
+    from fastnet.proxy import ProxySelector
+
 __all__ = ["RouteSelector", "ips_of", "reorder_for_happy_eyeballs"]
 
 _DIRECT = Proxy.NO_PROXY
 
 
-def ips_of(answer: Any, dns: Any, host: str) -> list[Any]:
+def ips_of(answer: Iterable[object] | None, dns: object, host: str) -> list[str]:
     """A resolver's answer as IP strings (it may give strings, ``(ip, ...)`` tuples or address objects);
     ``UnknownHostError`` when it gave none."""
-    ips: list[Any] = []
+    ips: list[str] = []
     if answer is not None:
         for item in answer:
             if type(item) is str:
@@ -43,7 +49,7 @@ def ips_of(answer: Any, dns: Any, host: str) -> list[Any]:
     return ips
 
 
-def reorder_for_happy_eyeballs(ips: list[Any]) -> list[Any]:
+def reorder_for_happy_eyeballs(ips: list[str]) -> list[str]:
     """Interleave address families (RFC 8305 §4), starting with the family of the first address.
 
     ``[4a, 4b, 6a, 6b, 6c]`` → ``[4a, 6a, 4b, 6b, 6c]``. One family only, or fewer than two addresses:
@@ -53,8 +59,8 @@ def reorder_for_happy_eyeballs(ips: list[Any]) -> list[Any]:
     if n < 2:
         return ips
     first_v6 = ":" in ips[0]
-    same: list[Any] = []
-    other: list[Any] = []
+    same: list[str] = []
+    other: list[str] = []
     for ip in ips:
         if (":" in ip) == first_v6:
             same.append(ip)
@@ -62,7 +68,7 @@ def reorder_for_happy_eyeballs(ips: list[Any]) -> list[Any]:
             other.append(ip)
     if not other:
         return ips
-    result: list[Any] = []
+    result: list[str] = []
     n_same = len(same)
     n_other = len(other)
     i = 0
@@ -115,10 +121,10 @@ class RouteSelector:
         address: Address,
         route_database: RouteDatabase,
         *,
-        dns: Any,
+        dns: DnsLike,
         fallback_to_direct: bool = False,
         happy_eyeballs: bool = True,
-        events: Any = None,
+        events: object = None,
     ) -> None:
         self.address = address
         self._db = route_database
@@ -128,7 +134,8 @@ class RouteSelector:
             if not callable(dns):
                 raise TypeError(f"dns must have a lookup(host) method or be callable, not {dns!r}")
             lookup = dns
-        self._lookup = lookup
+        # the resolver's lookup, or the resolver itself (a function): its answer goes through ips_of()
+        self._lookup: Callable[[str], Any] = lookup
         self._happy = happy_eyeballs
         self._next_proxy = 0
         self._postponed: list[Route] = []
@@ -138,7 +145,7 @@ class RouteSelector:
         self._proxies: list[Proxy] = []
         self._select_proxies(fallback_to_direct, events)
 
-    def _select_proxies(self, fallback_to_direct: bool, events: Any) -> None:
+    def _select_proxies(self, fallback_to_direct: bool, events: object) -> None:
         address = self.address
         url = None
         if 1 <= address.port <= 65535:
@@ -171,7 +178,7 @@ class RouteSelector:
             if end is not None:
                 end(url, list(proxies))
 
-    def _ask_selector(self, selector: Any, url: URL) -> list[Proxy]:
+    def _ask_selector(self, selector: ProxySelector, url: URL) -> list[Proxy]:
         try:
             answer = selector.select(url)
         except Exception as exc:
@@ -254,7 +261,7 @@ class RouteSelector:
             raise RouteError(f"No route to {host}:{port}; port is out of range")
         return proxy, host, port, not ((proxy.is_socks and proxy.remote_dns) or is_ip_literal(host))
 
-    def routes_for(self, proxy: Proxy, port: int, ips: list[Any]) -> list[Route]:
+    def routes_for(self, proxy: Proxy, port: int, ips: list[str]) -> list[Route]:
         """The routes of ``proxy`` over the addresses ``ips`` (a lookup's answer, or the host itself),
         interleaved by family with Happy Eyeballs; recently failed ones are set aside for the end."""
         if self._happy and len(ips) > 1:
@@ -276,7 +283,7 @@ class RouteSelector:
         self._postponed = []
         return postponed
 
-    def _resolve(self, host: str) -> list[Any]:
+    def _resolve(self, host: str) -> list[str]:
         if self._dns_start is not None:
             self._dns_start(host)
         ips = ips_of(self._lookup(host), self._dns, host)

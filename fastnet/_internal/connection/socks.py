@@ -28,7 +28,7 @@ import ipaddress
 import socket
 import struct
 from collections.abc import Generator
-from typing import Any
+from typing import Protocol
 
 from fastnet.exceptions import ConnectTimeout, ProxyError
 
@@ -65,6 +65,14 @@ _USER_PASS = 0x02
 _NO_ACCEPTABLE = 0xFF
 
 
+class _RawConnection(Protocol):
+    """What the asyncio handshake uses of a connection in raw mode (``AsyncRealConnection``)."""
+
+    async def recv(self, timeout: float) -> bytes: ...
+    def write(self, data: bytes) -> None: ...
+    def unread(self, data: bytes) -> None: ...
+
+
 class _Handshake:
     """Names the proxy and the target in a handshake's errors."""
 
@@ -87,7 +95,7 @@ class _Handshake:
             phase="proxy",
         )
 
-    def send(self, data: bytes) -> Generator[bytes, Any, None]:
+    def send(self, data: bytes) -> Generator[bytes, None, None]:
         try:
             yield data
         except (TimeoutError, BlockingIOError) as exc:  # SO_SNDTIMEO/SO_RCVTIMEO give EAGAIN
@@ -95,7 +103,7 @@ class _Handshake:
         except OSError as exc:
             raise self.error(f"sending the handshake failed: {exc}") from exc
 
-    def recv_exact(self, n: int) -> Generator[int, Any, bytes]:
+    def recv_exact(self, n: int) -> Generator[int, bytes, bytes]:
         chunks = []
         got = 0
         while got < n:
@@ -148,7 +156,7 @@ def _encode_socks5_address(hs: _Handshake, host: str) -> bytes:
 
 def socks5_steps(
     host: str, port: int, username: str | None, password: str | None, proxy_name: str
-) -> Generator[bytes | int, Any, None]:
+) -> Generator[bytes | int, bytes | None, None]:
     """The SOCKS5 handshake asking for a TCP connection to ``host:port``, as steps (module doc)."""
     hs = _Handshake(proxy_name, _target_text(host, port), "SOCKS5")
     _check_port(hs, port)
@@ -206,7 +214,9 @@ def socks5_steps(
         raise hs.error(f"malformed reply to CONNECT (address type {atyp})")
 
 
-def socks4a_steps(host: str, port: int, user_id: str, proxy_name: str) -> Generator[bytes | int, Any, None]:
+def socks4a_steps(
+    host: str, port: int, user_id: str, proxy_name: str
+) -> Generator[bytes | int, bytes | None, None]:
     """The SOCKS4 (IPv4 literal) or SOCKS4a (name) handshake for ``host:port``, as steps."""
     hs = _Handshake(proxy_name, _target_text(host, port), "SOCKS4")
     _check_port(hs, port)
@@ -246,7 +256,7 @@ def socks4a_steps(host: str, port: int, user_id: str, proxy_name: str) -> Genera
 # -- drivers ------------------------------------------------------------------------------------------
 
 
-def _run(sock: socket.socket, steps: Generator[bytes | int, Any, None]) -> None:
+def _run(sock: socket.socket, steps: Generator[bytes | int, bytes | None, None]) -> None:
     """Run a handshake's steps over a blocking socket."""
     try:
         step = next(steps)
@@ -265,7 +275,9 @@ def _run(sock: socket.socket, steps: Generator[bytes | int, Any, None]) -> None:
         return
 
 
-async def _run_async(conn: Any, steps: Generator[bytes | int, Any, None], timeout: float) -> None:
+async def _run_async(
+    conn: _RawConnection, steps: Generator[bytes | int, bytes | None, None], timeout: float
+) -> None:
     """Run a handshake's steps over an asyncio connection in raw mode (``write``, ``await recv``); what
     arrived past the last reply is handed back to the connection (``unread``)."""
     buffered = b""
@@ -334,7 +346,7 @@ def socks4a_connect(
 
 
 async def socks5_connect_async(
-    conn: Any,
+    conn: _RawConnection,
     host: str,
     port: int,
     *,
@@ -348,7 +360,7 @@ async def socks5_connect_async(
 
 
 async def socks4a_connect_async(
-    conn: Any, host: str, port: int, *, user_id: str = "", proxy_name: str, timeout: float
+    conn: _RawConnection, host: str, port: int, *, user_id: str = "", proxy_name: str, timeout: float
 ) -> None:
     """``socks4a_connect`` over an asyncio connection in raw mode."""
     await _run_async(conn, socks4a_steps(host, port, user_id, proxy_name), timeout)

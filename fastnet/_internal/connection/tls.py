@@ -28,10 +28,16 @@ import ssl
 import struct
 import threading
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, overload
 
 from fastnet._internal.util.sockets import close_quietly, hostport
 from fastnet.exceptions import ConnectTimeout, NetworkError, TlsError, TlsVerificationError
+
+if TYPE_CHECKING:
+    from fastnet._internal.connection.connection_user import ConnectionUser
+
+    _PeerCert: TypeAlias = "ssl._PeerCertRetType"
 
 __all__ = [
     "OFFERED_SESSION",
@@ -49,8 +55,12 @@ __all__ = [
     "wrap_tls_async",
 ]
 
+_T = TypeVar("_T")
+
 #: Sessions kept for resumption, by (host, port); shared by a client and the siblings it makes.
-TlsSessions = dict[tuple[str, int], Any]
+TlsSessions = dict[tuple[str, int], ssl.SSLSession]
+#: Which environment a shared context trusts: ``("env", SSL_CERT_FILE, SSL_CERT_DIR)``.
+EnvCAs: TypeAlias = "tuple[str, str | None, str | None]"
 _MAX_SESSIONS = 1024
 
 
@@ -76,7 +86,7 @@ def build_ssl_context(
     verify: bool | str | ssl.SSLContext,
     *,
     cert: str | tuple[str, ...] | None = None,
-    min_tls_version: Any = None,
+    min_tls_version: str | ssl.TLSVersion | None = None,
     trust_env: bool = False,
 ) -> ssl.SSLContext:
     """The context for a client's TLS options.
@@ -102,9 +112,9 @@ def client_ssl_context(
     verify: bool | str | ssl.SSLContext,
     *,
     cert: str | tuple[str, ...] | None = None,
-    min_tls_version: Any = None,
+    min_tls_version: str | ssl.TLSVersion | None = None,
     trust_env: bool = False,
-) -> tuple[ssl.SSLContext | None, Any]:
+) -> tuple[ssl.SSLContext | None, EnvCAs | None]:
     """``build_ssl_context``'s answer as ``(context, shared)``, without building a shared context:
     ``context`` is ``None`` where ``build_ssl_context`` would give one of the process's shared contexts,
     and ``shared_ssl_context(shared)`` is that context. A client keeps the key and builds the context on
@@ -138,7 +148,7 @@ def client_ssl_context(
     return context, None
 
 
-def shared_ssl_context(key: Any) -> ssl.SSLContext:
+def shared_ssl_context(key: EnvCAs | None) -> ssl.SSLContext:
     """One of the process's shared contexts, built on first use: certifi's (``key`` ``None``, see
     ``default_ssl_context``) or the environment's CAs (``key`` ``("env", cafile, capath)``, one context
     per distinct environment)."""
@@ -153,10 +163,10 @@ def shared_ssl_context(key: Any) -> ssl.SSLContext:
     return context
 
 
-_ENV_CONTEXTS: dict[Any, ssl.SSLContext] = {}
+_ENV_CONTEXTS: dict[EnvCAs, ssl.SSLContext] = {}
 
 
-def _ca_source(key: tuple[str, str | None, str | None]) -> str:
+def _ca_source(key: EnvCAs) -> str:
     """``SSL_CERT_FILE='...'`` and/or ``SSL_CERT_DIR='...'``: where an environment context's CAs are."""
     _env, cafile, capath = key
     named = [
@@ -168,7 +178,7 @@ def _ca_source(key: tuple[str, str | None, str | None]) -> str:
 _WARNED: set[tuple[str, str]] = set()
 
 
-def _environment_path(name: str, exists: Any) -> str | None:
+def _environment_path(name: str, exists: Callable[[str], bool]) -> str | None:
     """``SSL_CERT_FILE``/``SSL_CERT_DIR`` when it names a file/directory; one that does not is ignored (as
     httpx and OpenSSL do) with a warning, once per value."""
     path = os.environ.get(name)
@@ -186,7 +196,7 @@ def _environment_path(name: str, exists: Any) -> str | None:
 _TLS_VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
 
 
-def _tls_version(value: Any) -> ssl.TLSVersion | None:
+def _tls_version(value: object) -> ssl.TLSVersion | None:
     if value is None:
         return None
     if isinstance(value, ssl.TLSVersion):
@@ -204,11 +214,11 @@ def _tls_version(value: Any) -> ssl.TLSVersion | None:
     return version
 
 
-def _cert_chain(cert: Any) -> tuple[str, str | None, str | None] | None:
+def _cert_chain(cert: str | tuple[str, ...] | None) -> tuple[str, str | None, str | None] | None:
     if cert is None:
         return None
     if isinstance(cert, (str, os.PathLike)):
-        parts: tuple[Any, ...] = (cert,)
+        parts: tuple[str, ...] = (cert,)
     elif isinstance(cert, tuple) and 1 <= len(cert) <= 3:
         parts = cert
     else:
@@ -221,10 +231,10 @@ def _cert_chain(cert: Any) -> tuple[str, str | None, str | None] | None:
             raise ValueError(f"cert: no file at {path!r}")
     if password is not None and not isinstance(password, (str, bytes)):
         raise TypeError("cert: the key password must be a str or bytes")
-    return certfile, keyfile, password  # type: ignore[return-value]
+    return certfile, keyfile, password
 
 
-def _new_context(verify: Any) -> ssl.SSLContext:
+def _new_context(verify: bool | str | os.PathLike[str] | EnvCAs) -> ssl.SSLContext:
     if verify is True:
         # imported on first use: certifi imports importlib.resources, about a fifth of `import fastnet`,
         # which a client that never verifies certifi's way does not need
@@ -310,9 +320,32 @@ class _ResumingSSLObject(ssl.SSLObject):
         )
 
 
+@overload
+def wrap_tls(  # type: ignore[overload-overlap]  # the first match wins: over TLS, TLS inside TLS
+    sock: ssl.SSLSocket | TlsInTlsSocket,
+    host: str,
+    port: int,
+    context: ssl.SSLContext,
+    sessions: TlsSessions,
+    user: ConnectionUser,
+) -> TlsInTlsSocket: ...
+@overload
 def wrap_tls(
-    sock: Any, host: str, port: int, context: ssl.SSLContext, sessions: TlsSessions, user: Any
-) -> Any:
+    sock: socket.socket,
+    host: str,
+    port: int,
+    context: ssl.SSLContext,
+    sessions: TlsSessions,
+    user: ConnectionUser,
+) -> ssl.SSLSocket: ...
+def wrap_tls(
+    sock: socket.socket | TlsInTlsSocket,
+    host: str,
+    port: int,
+    context: ssl.SSLContext,
+    sessions: TlsSessions,
+    user: ConnectionUser,
+) -> ssl.SSLSocket | TlsInTlsSocket:
     """TLS to ``host`` over ``sock``: a plain socket, or a TLS socket to an HTTPS proxy (TLS inside TLS).
 
     ``user`` is the call (its ``events`` hear ``secure_connect_start/end``). The session kept in
@@ -324,10 +357,10 @@ def wrap_tls(
     if events is not None:
         events.secure_connect_start(user)
     session = sessions.get((host, port))
-    nested = isinstance(sock, (ssl.SSLSocket, TlsInTlsSocket))
+    tls: ssl.SSLSocket | TlsInTlsSocket
     try:
-        if nested:
-            tls: Any = TlsInTlsSocket(sock, context, host, session)
+        if isinstance(sock, (ssl.SSLSocket, TlsInTlsSocket)):
+            tls = TlsInTlsSocket(sock, context, host, session)
         else:
             received = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16)
             seconds, micros = struct.unpack("ll", received)
@@ -344,7 +377,13 @@ def wrap_tls(
 
 
 async def wrap_tls_async(
-    conn: Any, host: str, port: int, context: ssl.SSLContext, sessions: TlsSessions, user: Any, timeout: float
+    conn: _AsyncConnection,
+    host: str,
+    port: int,
+    context: ssl.SSLContext,
+    sessions: TlsSessions,
+    user: ConnectionUser,
+    timeout: float,
 ) -> None:
     """``wrap_tls`` for an asyncio connection (``AsyncRealConnection.start_tls``: over its plain transport,
     or inside the TLS to an HTTPS proxy), the handshake bounded by ``timeout`` s (0: none). The same
@@ -376,6 +415,17 @@ async def wrap_tls_async(
         events.secure_connect_end(user, conn.tls_version)
 
 
+class _AsyncConnection(Protocol):
+    """What ``wrap_tls_async`` uses of an asyncio connection (``AsyncRealConnection``, above this layer)."""
+
+    tls_offer: SessionOffer
+    tls_version: str | None
+
+    async def start_tls(self, context: ssl.SSLContext, server_hostname: str, timeout: float) -> None: ...
+    def offer_tls_session(self, sessions: TlsSessions, key: tuple[str, int]) -> None: ...
+    def close(self) -> None: ...
+
+
 def tls_failure(exc: OSError, host: str, port: int, context: ssl.SSLContext | None = None) -> NetworkError:
     """What a failed handshake with ``host:port`` raises: ``TlsVerificationError`` for an untrusted
     certificate or a host name it does not match (naming ``SSL_CERT_FILE``/``SSL_CERT_DIR`` when
@@ -397,7 +447,9 @@ def tls_failure(exc: OSError, host: str, port: int, context: ssl.SSLContext | No
     return TlsError(f"TLS handshake with {hostport(host, port)} failed: {exc}", phase="tls")
 
 
-def keep_resumable_session(sessions: TlsSessions, key: tuple[str, int], tls: Any) -> None:
+def keep_resumable_session(
+    sessions: TlsSessions, key: tuple[str, int], tls: ssl.SSLSocket | ssl.SSLObject | TlsInTlsSocket
+) -> None:
     """Keep the session of ``tls`` (an ``SSLSocket`` or ``SSLObject`` that did not itself resume one)
     under ``key``; under TLS 1.3 a session without a ticket cannot be resumed, so the stored one stays."""
     session = tls.session
@@ -405,7 +457,7 @@ def keep_resumable_session(sessions: TlsSessions, key: tuple[str, int], tls: Any
         keep_session(sessions, key, session)
 
 
-def keep_session(sessions: TlsSessions, key: tuple[str, int], session: Any) -> None:
+def keep_session(sessions: TlsSessions, key: tuple[str, int], session: ssl.SSLSession | None) -> None:
     """Keep ``session`` for the next connection to ``key`` (host, port) to offer (at most about
     ``_MAX_SESSIONS`` addresses: past that the dict starts over)."""
     if session is not None:
@@ -430,7 +482,11 @@ class TlsInTlsSocket:
     __slots__ = ("_outer", "_obj", "_incoming", "_outgoing", "_eof")
 
     def __init__(
-        self, outer: Any, context: ssl.SSLContext, server_hostname: str, session: Any = None
+        self,
+        outer: ssl.SSLSocket | TlsInTlsSocket,
+        context: ssl.SSLContext,
+        server_hostname: str,
+        session: ssl.SSLSession | None = None,
     ) -> None:
         self._outer = outer
         self._incoming = ssl.MemoryBIO()
@@ -448,7 +504,7 @@ class TlsInTlsSocket:
         if data:
             self._outer.sendall(data)
 
-    def _run(self, op: Any, *args: Any) -> Any:
+    def _run(self, op: Callable[..., _T], *args: object) -> _T:
         while True:
             try:
                 result = op(*args)
@@ -468,17 +524,17 @@ class TlsInTlsSocket:
 
     # -- the socket surface ---------------------------------------------------------------------
 
-    def sendall(self, data: Any) -> None:
+    def sendall(self, data: bytes | bytearray | memoryview) -> None:
         view = memoryview(data)
         while len(view):
             written = self._run(self._obj.write, view)
             view = view[written:]
 
-    def send(self, data: Any) -> int:
+    def send(self, data: bytes | bytearray | memoryview) -> int:
         self.sendall(data)
         return len(data)
 
-    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+    def recv_into(self, buffer: bytearray | memoryview, nbytes: int = 0, flags: int = 0) -> int:
         if flags:
             raise ValueError("non-zero flags not allowed in calls to recv_into() on a TLS-in-TLS socket")
         size = nbytes or len(buffer)
@@ -494,7 +550,7 @@ class TlsInTlsSocket:
             # a health probe (MSG_PEEK | MSG_DONTWAIT): report decrypted bytes, else peek the raw socket
             if self._obj.pending() or self._incoming.pending:
                 return b"\x00"
-            return socket.socket.recv(self._outer, bufsize, flags)
+            return socket.socket.recv(self._outer, bufsize, flags)  # type: ignore[arg-type]  # an SSLSocket
         buffer = bytearray(bufsize)
         n = self.recv_into(buffer)
         return bytes(buffer[:n])
@@ -505,17 +561,17 @@ class TlsInTlsSocket:
     def version(self) -> str | None:
         return self._obj.version()
 
-    def cipher(self) -> Any:
+    def cipher(self) -> tuple[str, str, int] | None:
         return self._obj.cipher()
 
     def selected_alpn_protocol(self) -> str | None:
         return self._obj.selected_alpn_protocol()
 
-    def getpeercert(self, binary_form: bool = False) -> Any:
+    def getpeercert(self, binary_form: bool = False) -> _PeerCert:
         return self._obj.getpeercert(binary_form)
 
     @property
-    def session(self) -> Any:
+    def session(self) -> ssl.SSLSession | None:
         return self._obj.session
 
     @property
@@ -527,36 +583,36 @@ class TlsInTlsSocket:
         return self._obj.server_hostname
 
     @property
-    def outer(self) -> Any:
+    def outer(self) -> ssl.SSLSocket | TlsInTlsSocket:
         """The TLS socket to the proxy that carries this session."""
         return self._outer
 
-    def setsockopt(self, *args: Any) -> None:
-        self._outer.setsockopt(*args)
+    def setsockopt(self, level: int, option: int, value: int | bytes, /) -> None:
+        self._outer.setsockopt(level, option, value)
 
-    def getsockopt(self, *args: Any) -> Any:
+    def getsockopt(self, *args: int) -> int | bytes:
         return self._outer.getsockopt(*args)
 
     def settimeout(self, value: float | None) -> None:
         self._outer.settimeout(value)
 
     def gettimeout(self) -> float | None:
-        return self._outer.gettimeout()  # type: ignore[no-any-return]
+        return self._outer.gettimeout()
 
     def setblocking(self, flag: bool) -> None:
         self._outer.setblocking(flag)
 
     def fileno(self) -> int:
-        return self._outer.fileno()  # type: ignore[no-any-return]
+        return self._outer.fileno()
 
-    def getpeername(self) -> Any:
+    def getpeername(self) -> object:
         return self._outer.getpeername()
 
-    def getsockname(self) -> Any:
+    def getsockname(self) -> object:
         return self._outer.getsockname()
 
     def shutdown(self, how: int) -> None:
-        socket.socket.shutdown(self._outer, how)
+        socket.socket.shutdown(self._outer, how)  # type: ignore[arg-type]  # an SSLSocket
 
     def close(self) -> None:
         self._outer.close()
@@ -564,7 +620,7 @@ class TlsInTlsSocket:
     def __enter__(self) -> TlsInTlsSocket:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from fastnet._internal.http1.parser import BODY_CHUNKED, BODY_LENGTH, BODY_UNTIL_CLOSE, ResponseParser
 from fastnet._internal.util.sockets import close_quietly
@@ -37,6 +37,7 @@ from fastnet.request import Request
 from fastnet.response import Response
 
 if TYPE_CHECKING:
+    from fastnet.authenticator import AuthenticatorAnswer, AuthenticatorLike
     from fastnet.proxy import Proxy
     from fastnet.route import Address, Route
 
@@ -60,27 +61,52 @@ _READ_SIZE = 65536
 RECONNECT = "reconnect"
 
 
+class _Socket(Protocol):
+    """What ``open_tunnel`` uses of a blocking socket (a ``socket.socket``, or a TLS socket to the proxy)."""
+
+    def recv(self, bufsize: int, /) -> bytes: ...
+    def sendall(self, data: bytes, /) -> None: ...
+    def close(self) -> None: ...
+
+
+class _RawConnection(Protocol):
+    """What ``open_tunnel_async`` uses of an asyncio connection in raw mode (``AsyncRealConnection``)."""
+
+    async def recv(self, timeout: float) -> bytes: ...
+    def write(self, data: bytes) -> None: ...
+    def close(self) -> None: ...
+
+
+_S = TypeVar("_S", bound=_Socket)
+_C = TypeVar("_C", bound=_RawConnection)
+_T = TypeVar("_T")
+
+
 class Ask:
     """The step asking the driver for the proxy authenticator's answer to ``response``."""
 
     __slots__ = ("authenticator", "route", "response")
 
-    def __init__(self, authenticator: Any, route: Route, response: Response) -> None:
+    def __init__(self, authenticator: AuthenticatorLike, route: Route, response: Response) -> None:
         self.authenticator = authenticator
         self.route = route
         self.response = response
 
-    def call(self) -> Any:
+    def call(self) -> AuthenticatorAnswer:
         """The authenticator's answer (an awaitable, from an asyncio authenticator)."""
         authenticator = self.authenticator
         method = getattr(authenticator, "authenticate", None)
         if method is None:
-            return authenticator(self.route, self.response)
-        return method(self.route, self.response)
+            return authenticator(self.route, self.response)  # type: ignore[operator]  # a function
+        answer: AuthenticatorAnswer = method(self.route, self.response)
+        return answer
 
 
-#: What ``tunnel_steps`` and its parts yield, and what they are sent back.
-_Steps = Generator[Any, Any, Any]
+#: What the steps that only ask the authenticator yield (``Ask``), are sent (its answer) and return.
+_Asking = Generator[Ask, "AuthenticatorAnswer", _T]
+#: What ``tunnel_steps`` yields (bytes to send, a number of bytes to receive, ``Ask``, ``RECONNECT``) and
+#: is sent back (the bytes received, the authenticator's answer, else ``None``).
+_Steps = Generator["bytes | int | Ask | str", "bytes | AuthenticatorAnswer", _T]
 
 
 def tunnel_request(address: Address, user_agent: str) -> Request:
@@ -95,13 +121,17 @@ def tunnel_request(address: Address, user_agent: str) -> Request:
     )
 
 
-def preemptive_tunnel_request(route: Route, request: Request, proxy_authenticator: Any) -> Request:
+def preemptive_tunnel_request(
+    route: Route, request: Request, proxy_authenticator: AuthenticatorLike | None
+) -> Request:
     """Proxy credentials before the first CONNECT: the proxy URL's own, else the authenticator's answer
     to a synthetic 407."""
-    return _decide(_preemptive_steps(route, request, proxy_authenticator))  # type: ignore[no-any-return]
+    return _decide(_preemptive_steps(route, request, proxy_authenticator))
 
 
-def _preemptive_steps(route: Route, request: Request, proxy_authenticator: Any) -> _Steps:
+def _preemptive_steps(
+    route: Route, request: Request, proxy_authenticator: AuthenticatorLike | None
+) -> _Asking[Request]:
     proxy = route.proxy
     if proxy.authorization is not None:
         return request.replace(headers=request.headers.set("Proxy-Authorization", proxy.authorization))
@@ -132,11 +162,11 @@ def next_tunnel_request(
     reason: str,
     headers: list[tuple[str, str]],
     attempt: int,
-    proxy_authenticator: Any,
+    proxy_authenticator: AuthenticatorLike | None,
 ) -> Request:
     """The CONNECT to send after a non-200 answer to ``request``; raises ``ProxyError`` to give up."""
     steps = _next_steps(route, request, status, reason, headers, attempt, proxy_authenticator)
-    return _decide(steps)  # type: ignore[no-any-return]
+    return _decide(steps)
 
 
 def _next_steps(
@@ -146,8 +176,8 @@ def _next_steps(
     reason: str,
     headers: list[tuple[str, str]],
     attempt: int,
-    proxy_authenticator: Any,
-) -> _Steps:
+    proxy_authenticator: AuthenticatorLike | None,
+) -> _Asking[Request]:
     proxy = route.proxy
     if status != 407:
         raise ProxyError(
@@ -178,7 +208,9 @@ def _next_steps(
     return answer
 
 
-def tunnel_steps(route: Route, user_agent: str, proxy_authenticator: Any) -> _Steps:
+def tunnel_steps(
+    route: Route, user_agent: str, proxy_authenticator: AuthenticatorLike | None
+) -> _Steps[None]:
     """The CONNECT exchange until the proxy answers 200, as steps (see the module doc)."""
     request = yield from _preemptive_steps(
         route, tunnel_request(route.address, user_agent), proxy_authenticator
@@ -197,12 +229,12 @@ def tunnel_steps(route: Route, user_agent: str, proxy_authenticator: Any) -> _St
 
 
 def open_tunnel(
-    sock: Any,
+    sock: _S,
     route: Route,
     user_agent: str,
-    proxy_authenticator: Any,
-    reconnect: Callable[[], Any],
-) -> Any:
+    proxy_authenticator: AuthenticatorLike | None,
+    reconnect: Callable[[], _S],
+) -> _S:
     """Send CONNECT until the proxy answers 200 (at most MAX_TUNNEL_ATTEMPTS requests in all).
 
     Returns the tunnelled socket: ``sock``, or after a 407 that closed the connection a new socket to the
@@ -212,7 +244,7 @@ def open_tunnel(
     try:
         step = next(steps)
         while True:
-            answer: Any = None
+            answer: bytes | AuthenticatorAnswer = None
             try:
                 if isinstance(step, int):
                     answer = sock.recv(step)
@@ -222,7 +254,7 @@ def open_tunnel(
                     answer = step.call()
                 else:  # RECONNECT
                     sock.close()
-                    sock = None
+                    sock = None  # type: ignore[assignment]  # none to close if reconnect() fails
                     sock = reconnect()
             except Exception as exc:
                 if step is RECONNECT:
@@ -241,13 +273,13 @@ def open_tunnel(
 
 
 async def open_tunnel_async(
-    conn: Any,
+    conn: _C,
     route: Route,
     user_agent: str,
-    proxy_authenticator: Any,
-    reconnect: Callable[[], Awaitable[Any]],
+    proxy_authenticator: AuthenticatorLike | None,
+    reconnect: Callable[[], Awaitable[_C]],
     timeout: float,
-) -> Any:
+) -> _C:
     """``open_tunnel`` over an asyncio connection in raw mode (``write``, ``await recv(timeout)``); the
     authenticator's answer is awaited when it is awaitable. Returns the tunnelled connection: ``conn``,
     or one from ``await reconnect()`` after a 407 that closed. On failure every connection opened here
@@ -256,7 +288,7 @@ async def open_tunnel_async(
     try:
         step = next(steps)
         while True:
-            answer: Any = None
+            answer: bytes | AuthenticatorAnswer = None
             try:
                 if isinstance(step, int):
                     answer = await conn.recv(timeout)
@@ -268,7 +300,7 @@ async def open_tunnel_async(
                         answer = await answer
                 else:  # RECONNECT
                     conn.close()
-                    conn = None
+                    conn = None  # type: ignore[assignment]  # none to close if reconnect() fails
                     conn = await reconnect()
             except Exception as exc:
                 if step is RECONNECT:
@@ -286,7 +318,7 @@ async def open_tunnel_async(
         steps.close()
 
 
-def _decide(steps: _Steps) -> Any:
+def _decide(steps: _Asking[_T]) -> _T:
     """Run steps that only ask the authenticator (no I/O), in the calling thread; their result."""
     try:
         step = next(steps)
@@ -298,13 +330,17 @@ def _decide(steps: _Steps) -> Any:
             else:
                 step = steps.send(answer)
     except StopIteration as done:
-        return done.value
+        value: _T = done.value
+        return value
 
 
-def _authenticate(authenticator: Any, route: Route, response: Response, proxy: Proxy) -> _Steps:
+def _authenticate(
+    authenticator: AuthenticatorLike, route: Route, response: Response, proxy: Proxy
+) -> _Asking[Request | None]:
     """Ask the proxy authenticator; its own failure becomes a ProxyError naming the proxy."""
     try:
-        answer: Request | None = yield Ask(authenticator, route, response)
+        # the authenticator's answer: a blocking one's, or an asyncio one's once the asyncio driver awaited it
+        answer: Request | None = yield Ask(authenticator, route, response)  # type: ignore[assignment]
     except NetworkError:
         raise
     except Exception as exc:
@@ -316,8 +352,11 @@ def _authenticate(authenticator: Any, route: Route, response: Response, proxy: P
     return answer
 
 
-def _connect_steps(head: bytes, proxy: Proxy) -> _Steps:
-    """Write one CONNECT and read the proxy's answer: (status, reason, headers, must_close)."""
+def _connect_steps(
+    head: bytes, proxy: Proxy
+) -> Generator[bytes | int, bytes, tuple[int, str, list[tuple[str, str]], bool]]:
+    """Write one CONNECT and read the proxy's answer: (status, reason, headers, must_close). It is sent
+    the bytes received after each ``int`` it yields (what it is sent after the head is not read)."""
     parser = ResponseParser()
     try:
         yield head
@@ -327,7 +366,7 @@ def _connect_steps(head: bytes, proxy: Proxy) -> _Steps:
                 if parsed[0] < 200:
                     continue
                 break
-            data = yield _READ_SIZE
+            data: bytes | None = yield _READ_SIZE
             if not data:
                 raise ProxyError(f"proxy {proxy} closed the connection during CONNECT", proxy=proxy)
             parser.feed(data)

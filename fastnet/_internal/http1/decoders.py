@@ -29,18 +29,35 @@ from __future__ import annotations
 import importlib
 import struct
 import zlib
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Protocol
+
+    class Decoder(Protocol):
+        """A content decoder, zlib's decompress object's way: bounded output, the input it did not take."""
+
+        def decompress(self, data: bytes, max_length: int, /) -> bytes: ...
+        def flush(self) -> bytes: ...
+        @property
+        def unconsumed_tail(self) -> bytes: ...
+        @property
+        def eof(self) -> bool: ...
+
 
 __all__ = ["ACCEPT_ENCODING", "DecodeError", "SUPPORTED", "new_decoder"]
 
 
-def _optional(name: str) -> Any:
+def _optional(name: str) -> ModuleType | None:
     try:
         return importlib.import_module(name)
     except ImportError:  # pragma: no cover - depends on what is installed
         return None
 
 
+# the optional codec modules (None when not installed; they ship no type information)
 brotli: Any = _optional("brotli")
 if brotli is not None:
     try:
@@ -63,7 +80,7 @@ class _Deflate:
     __slots__ = ("_obj", "_raw")
 
     def __init__(self) -> None:
-        self._obj: Any = None
+        self._obj: zlib._Decompress | None = None
         self._raw = b""
 
     def decompress(self, data: bytes, max_length: int) -> bytes:
@@ -149,7 +166,7 @@ class _Zstd:
 
     def __init__(self) -> None:
         self._buffer = bytearray()
-        self._dobj: Any = None
+        self._dobj: Any = None  # the frame's zstandard decompressobj
         self._state = self._FRAME
         self._checksum = False
         self._frames = 0
@@ -235,11 +252,11 @@ class _Zstd:
         return b""
 
 
-def _gzip() -> Any:
+def _gzip() -> zlib._Decompress:
     return zlib.decompressobj(16 + zlib.MAX_WBITS)
 
 
-_FACTORIES: dict[str, Any] = {"gzip": _gzip, "x-gzip": _gzip, "deflate": _Deflate}
+_FACTORIES: dict[str, Callable[[], Decoder]] = {"gzip": _gzip, "x-gzip": _gzip, "deflate": _Deflate}
 if brotli is not None:
     _FACTORIES["br"] = _Brotli
 if zstandard is not None:
@@ -251,7 +268,7 @@ SUPPORTED = frozenset(_FACTORIES)
 ACCEPT_ENCODING = ", ".join(c for c in ("gzip", "deflate", "br", "zstd") if c in SUPPORTED)
 
 
-def new_decoder(content_encoding: str) -> Any:
+def new_decoder(content_encoding: str) -> Decoder | None:
     """A decoder for a ``Content-Encoding`` value, or None for one fastnet does not decode (several
     codings, or an unknown one: the body is then handed over as sent)."""
     factory = _FACTORIES.get(content_encoding)

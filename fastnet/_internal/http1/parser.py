@@ -54,7 +54,14 @@ length/chunked body → :class:`ProtocolError` ("unexpected end of stream ...");
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeAlias
+
+    #: A response head: ``(status, reason, version, headers, body_mode, length, keep_alive, encoding)``.
+    ResponseHead: TypeAlias = "tuple[int, str, str, list[tuple[str, str]], int, int, bool, str]"
 
 # h11's private grammar (tested with h11 0.16; tests/_internal/http1/test_parser.py fails if these move).
 from h11._abnf import OWS, field_name, header_field, status_line
@@ -339,7 +346,7 @@ class ResponseParser:
 
     # -- head -------------------------------------------------------------------------------------
 
-    def read_head(self, head_request: bool = False) -> tuple[Any, ...] | None:
+    def read_head(self, head_request: bool = False) -> ResponseHead | None:
         """Parse the next response head; ``None`` if more bytes are needed. See the module docs."""
         state = self._state
         if state != _READY:
@@ -642,7 +649,7 @@ class ResponseParser:
 PREALLOCATE = 4 << 20
 
 
-def receive_exact(recv_into: Any, head: bytes, total: int) -> tuple[bytes, int]:
+def receive_exact(recv_into: Callable[[memoryview], int], head: bytes, total: int) -> tuple[bytes, int]:
     """Receive the rest of a ``total``-byte body, ``head`` of which is in hand, into one buffer.
     Returns ``(body, received)``; ``received < total`` means the peer closed early. Memory follows the
     bytes that arrive: at most ``PREALLOCATE`` bytes up front, then twice as much each time it is full."""
