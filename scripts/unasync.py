@@ -44,7 +44,16 @@ ROOT = Path(__file__).resolve().parent.parent
 ENGINE = "fastnet/_internal"
 
 #: The engine modules generated whole: ``_async/x.py`` (the source) becomes ``_sync/x.py``.
-MODULES = ("bridge", "call_server", "chain", "connect", "exchange", "retry_follow_up")
+MODULES = (
+    "bridge",
+    "call_server",
+    "chain",
+    "connect",
+    "exchange",
+    "exchange_finder",
+    "happy_eyeballs",
+    "retry_follow_up",
+)
 
 #: asyncio source → generated blocking module.
 FILES = {f"{ENGINE}/_async/{name}.py": f"{ENGINE}/_sync/{name}.py" for name in MODULES}
@@ -66,6 +75,7 @@ NAMES = {
     "aiter_bytes": "iter_bytes",
     "aiter_lines": "iter_lines",
     "alookup": "lookup",
+    "connect_tcp_async": "connect_tcp",
     "aread": "read",
     "aread_all": "read_all",
     "aread_chunk": "read_chunk",

@@ -1,49 +1,74 @@
-"""Connect a TCP socket to the first route that answers, on the running asyncio loop (RFC 8305).
+"""Connect a TCP socket to the first route that answers: RFC 8305 racing.
 
-Theory of operation: the asyncio twin of ``happy_eyeballs.connect_tcp``, with the same rules, messages
-and callbacks. Each attempt is a task awaiting ``loop.sock_connect`` on a non-blocking socket; the
-racing coroutine waits (``asyncio.wait``) for the first attempt to finish, for the next launch time or
-for the earliest connect deadline, whichever comes first:
+Theory of operation
+-------------------
+The attempts race in the I/O backend's ``AsyncRace`` (``_async/io.py``: each attempt a task awaiting
+``loop.sock_connect`` on a non-blocking socket; ``_sync/io.py``: non-blocking sockets whose ``connect`` is
+in flight, waited for by one ``poll``, or ``select``, in the calling thread). The racing coroutine waits for
+the first attempt to finish, for the next launch time or for the earliest connect deadline, whichever comes
+first. Rules:
 
 * attempt *i+1* starts ``attempt_delay`` (250 ms) after attempt *i*, or at once when no attempt is
   in flight (every started one already failed); with ``happy_eyeballs=False`` strictly one at a time;
 * each attempt has the full ``connect_timeout`` from its own start;
-* the first socket to connect wins (``TCP_NODELAY`` set; it stays non-blocking, for a transport);
-  every other attempt is cancelled and its socket closed: not a failure, but one that started before
-  the winner was overtaken (``on_overtaken``);
+* the first socket to connect wins (``TCP_NODELAY`` set); every other attempt is stopped and its socket
+  closed: not a failure, but one that started before the winner was overtaken (``on_overtaken``);
 * each failure is reported to ``on_failure`` as it happens and returned with the winner.
 
-``on_race(race)`` hands the caller the ``Race`` before the first attempt: ``race.abort()`` (plain
-code on the loop's thread, e.g. a call's ``cancel()``) cancels every attempt at once and the race ends
-with :class:`~fastnet.exceptions.CanceledError`. However the race ends (a winner, every route failed,
-an abort, or the awaiting task cancelled) it has cancelled and awaited each of its attempt tasks and
-closed every socket but the winner's: no task and no socket outlives it.
+When all fail the error is :class:`~fastnet.exceptions.ConnectTimeout` if every failure was a
+timeout, else :class:`~fastnet.exceptions.ConnectError`; both carry ``attempts`` = [(route, error)].
+Route order (family interleaving) is the route selector's job; this module keeps the order given.
+
+``on_connecting(race)`` hands the caller the race before the first attempt (and None once it ended):
+``race.abort()`` makes it end with :class:`~fastnet.exceptions.CanceledError`, as ``is_canceled()``
+does, which is asked before each launch. However the race ends (a winner, every route failed, an abort,
+or the awaiting task cancelled) it has stopped each of its attempts and closed every socket but the
+winner's: no task and no socket outlives it.
+
+.. async-only
+The asyncio source of ``_sync/happy_eyeballs.py`` (``scripts/unasync.py``). On asyncio the winner stays
+non-blocking, for ``loop.create_connection(sock=...)``; ``race.abort()`` (plain code on the loop's thread,
+e.g. a call's ``cancel()``) cancels every attempt's task at once.
+.. end
+.. sync-only
+The blocking form, generated from ``_async/happy_eyeballs.py``: the winner is returned blocking with
+``SO_SNDTIMEO`` at the connect timeout; ``is_canceled()`` and an abort are noticed within
+``CANCEL_CHECK_INTERVAL`` (50 ms). A single route, the common case (one address, or a retry on a known
+route), skips the racing loop: ``connect_one`` (``_sync/io.py``) is a blocking ``connect`` bounded by
+``SO_SNDTIMEO``, which ``on_connecting`` is given the socket of, to abort it with ``shutdown()``. Compiled
+in place, typed by its ``.pxd``, in the compiled build.
+.. end
 """
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from fastnet._internal._sync.happy_eyeballs import (
-    DEFAULT_ATTEMPT_DELAY,
-    all_failed,
-    connect_error,
-    default_target,
-    describe_target,
-    new_socket,
-    sockaddr_of,
-)
-from fastnet.exceptions import CanceledError, ConnectError, ConnectTimeout
-from fastnet.route import is_ip_literal
+from fastnet._internal._async.io import IN_FLIGHT, AsyncRace
+from fastnet._internal.util.sockets import all_failed, connect_error, hostport, new_socket
+from fastnet.exceptions import ConnectError, ConnectTimeout
 
-__all__ = ["Race", "connect_tcp_async"]
+# sync-only: from fastnet._internal._sync.io import connect_one
+
+__all__ = ["DEFAULT_ATTEMPT_DELAY", "connect_tcp_async", "default_target", "describe_target"]
+
+DEFAULT_ATTEMPT_DELAY = 0.25
 
 R = TypeVar("R")
 _INF = float("inf")
+
+
+def default_target(route: Any) -> tuple[str, int]:
+    """Where a route's TCP connect goes by default: its socket address."""
+    return route.socket_address  # type: ignore[no-any-return]
+
+
+def describe_target(route: Any, target: tuple[str, int]) -> str:
+    """How an attempt is named in timeout messages by default: ``host:port``."""
+    return hostport(target[0], target[1])
 
 
 class _Attempt:
@@ -54,62 +79,7 @@ class _Attempt:
         self.target = target
         self.sock = sock
         self.deadline = deadline
-        self.task: asyncio.Task[None] | None = None
-
-
-class Race:
-    """The attempts of one ``connect_tcp_async``, so that a canceller can abort them."""
-
-    __slots__ = ("in_flight", "aborted")
-
-    def __init__(self) -> None:
-        self.in_flight: list[_Attempt] = []  # in launch order
-        self.aborted = False
-
-    def abort(self) -> None:
-        """Cancel every attempt now; the race raises ``CanceledError`` (call it on the loop's thread)."""
-        self.aborted = True
-        for attempt in self.in_flight:
-            if attempt.task is not None:
-                attempt.task.cancel()
-
-
-def _close_unless_connected(sock: socket.socket) -> Callable[[asyncio.Task[None]], None]:
-    """A done callback for an attempt's task: close the socket unless it connected. It runs once the task
-    has ended, when the loop no longer watches the socket (so its descriptor may be reused safely)."""
-
-    def done(task: asyncio.Task[None]) -> None:
-        if task.cancelled() or task.exception() is not None:
-            sock.close()
-
-    return done
-
-
-async def _target_sockaddr(loop: asyncio.AbstractEventLoop, target: tuple[str, int]) -> tuple[int, Any]:
-    host = target[0]
-    if ":" in host or is_ip_literal(host):
-        return sockaddr_of(target)  # an IP literal: no lookup
-    # a proxy given by name (see happy_eyeballs.sockaddr_of): the loop's resolver, off the loop's thread
-    infos = await loop.getaddrinfo(host, target[1], type=socket.SOCK_STREAM)
-    family, _, _, _, sockaddr = infos[0]
-    return family, sockaddr
-
-
-async def _finish(attempts: list[_Attempt]) -> None:
-    """Cancel ``attempts``, wait until each task has ended and close their sockets."""
-    tasks = []
-    for attempt in attempts:
-        task = attempt.task
-        if task is not None:
-            task.cancel()
-            tasks.append(task)
-    try:
-        if tasks:
-            await asyncio.wait(tasks)
-    finally:
-        for attempt in attempts:
-            if attempt.task is None or attempt.task.done():
-                attempt.sock.close()  # (one still ending closes its socket itself, when it has ended)
+        self.task: Any = None  # asyncio: the task awaiting the connect
 
 
 async def connect_tcp_async(
@@ -122,101 +92,100 @@ async def connect_tcp_async(
     on_failure: Callable[[R, BaseException], None] | None = None,
     target_of: Callable[[R], tuple[str, int]] = default_target,
     on_overtaken: Callable[[R, BaseException], None] | None = None,
-    on_race: Callable[[Race | None], None] | None = None,
+    on_connecting: Callable[[Any], None] | None = None,
     describe: Callable[[R, tuple[str, int]], str] | None = None,
     local_address: str | None = None,
 ) -> tuple[socket.socket, R, list[tuple[R, BaseException]]]:
-    """Connect to the first of ``routes`` that answers; returns ``(socket, route, failures)``, as
-    ``connect_tcp`` does (the socket non-blocking, for ``loop.create_connection(sock=...)``; bound to
-    ``local_address`` first when it is given).
+    """Connect to the first of ``routes`` that answers; returns ``(socket, route, failures)``. Sockets
+    bind to ``local_address`` (an IP address, any port) first when it is given.
 
-    ``on_race`` is called with the ``Race`` before the first attempt and with ``None`` once the race has
-    ended; ``is_canceled()`` is asked before each launch.
+    ``connect_timeout`` of ``None`` or ``0`` means no timeout; ``failures`` lists the attempts that failed
+    before the winner. ``describe(route, target)`` names an attempt in timeout messages (default:
+    ``host:port``). A refused or unreachable attempt fails with the ``OSError`` of its errno, which names
+    no address: the route it belongs to is reported with it. ``on_connecting`` is called with what aborts
+    the connect (the race) before the first attempt and with ``None`` once it has ended.
+
+    .. sync-only
+    The socket is returned in blocking mode with ``TCP_NODELAY`` set and ``SO_SNDTIMEO`` at the connect
+    timeout (unset without one), which a caller whose write timeout is the same need not set again.
+
+    >>> sock, route, failures = connect_tcp(routes, connect_timeout=10.0)   # doctest: +SKIP
+    .. end
     """
     if not routes:
         raise ConnectError("no routes to connect to")
-    loop = asyncio.get_running_loop()
     timeout = connect_timeout if connect_timeout else None
     name = describe_target if describe is None else describe
+    # sync-only: if len(routes) == 1 and (is_canceled is None or on_connecting is not None):
+    # sync-only:     route = routes[0]
+    # sync-only:     target = target_of(route)
+    # sync-only:     return connect_one(
+    # sync-only:         route, target, timeout or 0.0, on_failure, on_connecting, name, local_address
+    # sync-only:     )
     pending = list(routes)
     pending.reverse()  # pop() from the end takes routes in their given order
     failures: list[tuple[R, BaseException]] = []
-    race = Race()
-    in_flight = race.in_flight
+    race = AsyncRace(is_canceled)
     next_launch = 0.0
     winner: _Attempt | None = None
+    losers: list[_Attempt] = []
 
     def fail(attempt_route: R, error: BaseException) -> None:
         failures.append((attempt_route, error))
         if on_failure is not None:
             on_failure(attempt_route, error)
 
-    def check_canceled() -> None:
-        if race.aborted or (is_canceled is not None and is_canceled()):
-            raise CanceledError("Canceled while connecting", phase="connect")
-
-    if on_race is not None:
-        on_race(race)
+    if on_connecting is not None:
+        on_connecting(race)
     try:
         while True:
-            check_canceled()
+            race.check_canceled()
             now = time.monotonic()
             # Launch the next attempt when nothing is in flight or its turn has come.
-            if pending and (not in_flight or (happy_eyeballs and now >= next_launch)):
+            if pending and (not race.in_flight or (happy_eyeballs and now >= next_launch)):
                 route = pending.pop()
                 target = target_of(route)
                 sock = None
                 try:
-                    family, sockaddr = await _target_sockaddr(loop, target)
+                    family, sockaddr = await race.sockaddr_of(target)
                     sock = new_socket(family, local_address)
                     sock.setblocking(False)
+                    attempt = _Attempt(route, target, sock, now + timeout if timeout is not None else _INF)
+                    code = race.start(attempt, sockaddr)
                 except OSError as exc:
                     if sock is not None:
                         sock.close()
                     fail(route, exc)
                     continue
-                attempt = _Attempt(route, target, sock, now + timeout if timeout is not None else _INF)
-                in_flight.append(attempt)
-                task = loop.create_task(loop.sock_connect(sock, sockaddr))
-                task.add_done_callback(_close_unless_connected(sock))
-                attempt.task = task
+                if code == 0:
+                    winner = attempt
+                    break
+                if code != IN_FLIGHT:
+                    sock.close()
+                    fail(route, connect_error(code))
+                    continue
                 next_launch = now + attempt_delay
                 continue
-            if not in_flight:
+            if not race.in_flight:
                 break  # nothing pending, nothing in flight: every route failed
             # Wait for a connect to finish, the next launch or the earliest deadline.
-            wake = min(a.deadline for a in in_flight)
+            wake = min(a.deadline for a in race.in_flight)
             if pending and happy_eyeballs:
                 wake = min(wake, next_launch)
-            wait = None if wake == _INF else max(wake - now, 0.0)
-            await asyncio.wait(
-                [a.task for a in in_flight if a.task is not None],
-                timeout=wait,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-            check_canceled()
-            for attempt in list(in_flight):  # in launch order: the earliest success wins
-                done = attempt.task
-                if done is None or not done.done():
-                    continue
-                if done.cancelled():
-                    raise asyncio.CancelledError()  # not our abort: someone cancelled the attempt
-                in_flight.remove(attempt)
-                error = done.exception()
+            # the finished attempts (on asyncio in launch order: the earliest success wins)
+            for attempt in await race.wait(wake - now):
+                error = race.outcome(attempt)
                 if error is None:
                     winner = attempt
                     break
-                if isinstance(error, OSError) and error.errno:
-                    error = connect_error(error.errno)  # the errno's own message, as connect_tcp's
+                race.drop(attempt)
                 fail(attempt.route, error)
             if winner is not None:
                 break
             now = time.monotonic()
-            expired = [a for a in in_flight if a.deadline <= now]
+            expired = [a for a in race.in_flight if a.deadline <= now]
             if expired:
-                for attempt in expired:
-                    in_flight.remove(attempt)
-                await _finish(expired)
+                await race.finish(expired)
                 for attempt in expired:
                     fail(
                         attempt.route,
@@ -225,26 +194,25 @@ async def connect_tcp_async(
                             phase="connect",
                         ),
                     )
-        # Cancel the losers (still in flight: not failures) and hand back the winner. An attempt that started
+        # Stop the losers (still in flight: not failures) and hand back the winner. An attempt that started
         # before the winner and still had not connected was overtaken: a slow or black-holed address that
         # ``on_overtaken`` may count (the DNS blacklist does); it is not a route failure.
-        losers = list(in_flight)
-        in_flight.clear()
-        await _finish(losers)
-        check_canceled()
+        losers = [a for a in race.in_flight if a is not winner]
+        await race.finish(losers)
+        race.check_canceled()  # async-only
     except BaseException:
-        losers = list(in_flight)
-        in_flight.clear()
         try:
-            await _finish(losers)
+            await race.finish(list(race.in_flight))
         finally:
             if winner is not None:
                 winner.sock.close()
-            if on_race is not None:
-                on_race(None)
+            race.close()
+            if on_connecting is not None:
+                on_connecting(None)
         raise
-    if on_race is not None:
-        on_race(None)
+    race.close()
+    if on_connecting is not None:
+        on_connecting(None)
     if winner is None:
         raise all_failed(failures)
     for attempt in losers:
@@ -258,7 +226,7 @@ async def connect_tcp_async(
             )
     sock = winner.sock
     try:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        race.won(sock, timeout)
     except OSError as exc:
         sock.close()
         fail(winner.route, exc)

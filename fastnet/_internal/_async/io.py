@@ -1,0 +1,258 @@
+"""The asyncio I/O backend of the engine modules that ``scripts/unasync.py`` turns into blocking ones.
+
+A source in ``_async/`` holds the logic both engines share and calls this module for what only asyncio
+does: tasks, ``loop.sock_connect``, transports. Its blocking counterpart, ``_sync/io.py`` (to which the
+generated modules' imports point), is hand-written too, with the same names (``AsyncRace`` is ``Race``
+there), one section per concern; neither is generated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastnet._internal._async.real_connection import AsyncRealConnection, new_async_connection
+from fastnet._internal.connection.socks import socks4a_connect_async, socks5_connect_async
+from fastnet._internal.connection.tls import OFFERED_SESSION, wrap_tls_async
+from fastnet._internal.connection.tunnel import open_tunnel_async
+from fastnet._internal.util.sockets import connect_error
+from fastnet.dns import alookup
+from fastnet.exceptions import CanceledError
+from fastnet.route import is_ip_literal
+
+__all__ = [
+    "IN_FLIGHT",
+    "AsyncRace",
+    "abort",
+    "attach",
+    "close_channel",
+    "lookup_host",
+    "new_connection",
+    "raw_mode",
+    "socks4a",
+    "socks5",
+    "start_tls",
+    "tunnel",
+]
+
+# -- connecting ------------------------------------------------------------------------------------------
+# The TCP connect race of ``happy_eyeballs`` (attempts are tasks awaiting ``loop.sock_connect``), the name
+# lookups and the handshakes of ``exchange_finder`` (SOCKS, CONNECT and TLS over an ``AsyncRealConnection``
+# attached to a transport as soon as its socket connected: the "channel" the handshakes run on).
+
+#: ``AsyncRace.start``'s answer for an attempt that is connecting (0: connected, else its errno).
+IN_FLIGHT = -1
+_INF = float("inf")
+
+
+def _close_unless_connected(sock: socket.socket) -> Callable[[asyncio.Task[None]], None]:
+    """A done callback for an attempt's task: close the socket unless it connected. It runs once the task
+    has ended, when the loop no longer watches the socket (so its descriptor may be reused safely)."""
+
+    def done(task: asyncio.Task[None]) -> None:
+        if task.cancelled() or task.exception() is not None:
+            sock.close()
+
+    return done
+
+
+class AsyncRace:
+    """The attempts of one ``connect_tcp_async`` in flight (``attempt.task`` each), so that a canceller can
+    abort them: ``abort()`` (plain code on the loop's thread) cancels every attempt at once."""
+
+    __slots__ = ("in_flight", "aborted", "is_canceled", "loop")
+
+    def __init__(self, is_canceled: Callable[[], bool] | None) -> None:
+        self.in_flight: list[Any] = []  # in launch order
+        self.aborted = False
+        self.is_canceled = is_canceled
+        self.loop = asyncio.get_running_loop()
+
+    def abort(self) -> None:
+        """Cancel every attempt now; the race raises ``CanceledError`` (call it on the loop's thread)."""
+        self.aborted = True
+        for attempt in self.in_flight:
+            if attempt.task is not None:
+                attempt.task.cancel()
+
+    def check_canceled(self) -> None:
+        if self.aborted or (self.is_canceled is not None and self.is_canceled()):
+            raise CanceledError("Canceled while connecting", phase="connect")
+
+    async def sockaddr_of(self, target: tuple[str, int]) -> tuple[int, Any]:
+        """The address family and sockaddr for ``target``; a host name (a proxy given by name) is resolved
+        by the loop's resolver, off the loop's thread."""
+        host = target[0]
+        if ":" in host:
+            return int(socket.AF_INET6), target
+        if is_ip_literal(host):
+            return int(socket.AF_INET), target
+        infos = await self.loop.getaddrinfo(host, target[1], type=socket.SOCK_STREAM)
+        family, _, _, _, sockaddr = infos[0]
+        return family, sockaddr
+
+    def start(self, attempt: Any, sockaddr: Any) -> int:
+        """Start connecting ``attempt.sock`` (non-blocking) to ``sockaddr``: a task, always ``IN_FLIGHT``."""
+        self.in_flight.append(attempt)
+        loop = self.loop
+        task = loop.create_task(loop.sock_connect(attempt.sock, sockaddr))
+        task.add_done_callback(_close_unless_connected(attempt.sock))
+        attempt.task = task
+        return IN_FLIGHT
+
+    async def wait(self, seconds: float) -> list[Any]:
+        """Wait up to ``seconds`` (inf: no limit) for an attempt to finish; the finished ones, in launch
+        order. ``CanceledError`` when the race was aborted or the caller canceled meanwhile."""
+        await asyncio.wait(
+            [a.task for a in self.in_flight if a.task is not None],
+            timeout=None if seconds == _INF else max(seconds, 0.0),
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+        self.check_canceled()
+        return [a for a in self.in_flight if a.task is not None and a.task.done()]
+
+    def outcome(self, attempt: Any) -> BaseException | None:
+        """None when the finished ``attempt`` connected, else why it failed (an errno's own ``OSError``)."""
+        task = attempt.task
+        if task.cancelled():
+            raise asyncio.CancelledError()  # not our abort: someone cancelled the attempt
+        error: BaseException | None = task.exception()
+        if isinstance(error, OSError) and error.errno:
+            return connect_error(error.errno)  # the errno's own message, as the blocking race's
+        return error
+
+    def drop(self, attempt: Any) -> None:
+        """Forget a failed ``attempt`` (its task's done callback closed its socket)."""
+        self.in_flight.remove(attempt)
+
+    async def finish(self, attempts: list[Any]) -> None:
+        """Cancel ``attempts``, wait until each task has ended and close their sockets."""
+        tasks = []
+        for attempt in attempts:
+            self.in_flight.remove(attempt)
+            task = attempt.task
+            if task is not None and not task.done():
+                task.cancel()
+                tasks.append(task)
+        try:
+            if tasks:
+                await asyncio.wait(tasks)
+        finally:
+            for attempt in attempts:
+                if attempt.task is None or attempt.task.done():
+                    attempt.sock.close()  # (one still ending closes its socket itself, when it has ended)
+
+    def close(self) -> None:
+        """The race is over (nothing to release on asyncio)."""
+
+    def won(self, sock: socket.socket, timeout: float | None) -> None:
+        """Ready the winner's socket: ``TCP_NODELAY``; it stays non-blocking, for a transport."""
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def abort(connecting: Any) -> None:
+    """Abort what a finder has in flight (on the loop's thread): the connect race, the connection in its
+    handshakes (its transport is aborted, so a pending handshake read or TLS handshake ends now) or a name
+    lookup (a task)."""
+    if isinstance(connecting, AsyncRace):
+        connecting.abort()
+    elif isinstance(connecting, AsyncRealConnection):
+        connecting.shutdown()
+    elif connecting is not None:
+        connecting.cancel()  # a name lookup
+
+
+async def lookup_host(dns: Any, host: str, on_lookup: Callable[[Any], None]) -> Any:
+    """The client's Dns answer for ``host``, in a task of its own handed to ``on_lookup`` (then None) so
+    that ``abort()`` can end it; ``CanceledError`` when it did."""
+    lookup = asyncio.ensure_future(alookup(dns, host))
+    on_lookup(lookup)
+    try:
+        await asyncio.wait((lookup,))
+    except BaseException:
+        lookup.cancel()  # our task was cancelled: so is the lookup
+        raise
+    finally:
+        on_lookup(None)
+    if lookup.cancelled():
+        raise CanceledError("Canceled", phase="dns")
+    return lookup.result()
+
+
+async def attach(
+    sock: socket.socket, route: Any, address: Any, http_proxy: bool, handshake_timeout: float
+) -> AsyncRealConnection:
+    """The channel for the handshakes over the connected ``sock``: an ``AsyncRealConnection`` whose
+    transport owns it (each handshake is bounded by its own timeout, not the socket's)."""
+    loop = asyncio.get_running_loop()
+    conn = new_async_connection(loop, route, address, http_proxy, sock)
+    token = OFFERED_SESSION.set(conn.tls_offer)  # the transport's context keeps it (uvloop's handshakes)
+    try:
+        await loop.create_connection(lambda: conn.protocol, sock=sock)
+    finally:
+        OFFERED_SESSION.reset(token)
+    return conn
+
+
+def raw_mode(conn: AsyncRealConnection, on: bool) -> None:
+    """Handshake bytes (SOCKS, CONNECT) are read raw, not parsed as responses, while ``on``."""
+    conn.raw_mode(on)
+
+
+async def socks4a(
+    conn: AsyncRealConnection, host: str, port: int, user_id: str, proxy_name: str, timeout: float
+) -> None:
+    await socks4a_connect_async(conn, host, port, user_id=user_id, proxy_name=proxy_name, timeout=timeout)
+
+
+async def socks5(
+    conn: AsyncRealConnection,
+    host: str,
+    port: int,
+    username: str | None,
+    password: str | None,
+    proxy_name: str,
+    timeout: float,
+) -> None:
+    await socks5_connect_async(
+        conn, host, port, username=username, password=password, proxy_name=proxy_name, timeout=timeout
+    )
+
+
+async def start_tls(
+    conn: AsyncRealConnection, host: str, port: int, context: Any, sessions: Any, user: Any, timeout: float
+) -> AsyncRealConnection:
+    """TLS to ``host`` over the channel (``loop.start_tls``, inside the TLS to a proxy when there is one)."""
+    await wrap_tls_async(conn, host, port, context, sessions, user, timeout)
+    return conn
+
+
+async def tunnel(
+    conn: AsyncRealConnection,
+    route: Any,
+    user_agent: str,
+    proxy_authenticator: Any,
+    reconnect: Callable[[], Awaitable[AsyncRealConnection]],
+    timeout: float,
+) -> Any:
+    """The CONNECT tunnel through the proxy: the channel, or a new one after a 407 that closed."""
+    return await open_tunnel_async(conn, route, user_agent, proxy_authenticator, reconnect, timeout)
+
+
+def close_channel(conn: AsyncRealConnection) -> None:
+    conn.close()
+
+
+def new_connection(
+    conn: AsyncRealConnection,
+    route: Any,
+    address: Any,
+    http_proxy: bool,
+    connect_timeout: float,
+    handshake_timeout: float,
+    tls_sessions: Any,
+) -> AsyncRealConnection:
+    """The connection of the channel the handshakes ran on: the channel itself."""
+    return conn

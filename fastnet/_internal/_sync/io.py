@@ -1,0 +1,317 @@
+"""Blocking I/O for the generated engine modules: sockets driven in the calling thread.
+
+``scripts/unasync.py`` makes this folder's engine modules from the asyncio sources in ``_async/`` and points
+their ``_async.io`` imports here. This module is hand-written, as ``_async/io.py`` is: each name here
+(``Race``, ``connect_one``, ``attach``...) does with a blocking or non-blocking socket and ``poll`` what its
+namesake there does with the loop.
+"""
+
+from __future__ import annotations
+
+import _socket
+import errno
+import selectors
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from fastnet._internal._sync.real_connection import RealConnection, set_socket_timeouts
+from fastnet._internal.connection.socks import socks4a_connect, socks5_connect
+from fastnet._internal.connection.tls import wrap_tls
+from fastnet._internal.connection.tunnel import open_tunnel
+from fastnet._internal.util.kernel_timeout import set_kernel_timeout
+from fastnet._internal.util.sockets import all_failed, close_quietly, connect_error, new_socket
+from fastnet.dns import as_dns
+from fastnet.exceptions import CanceledError, ConnectTimeout
+from fastnet.proxy import ProxyType
+from fastnet.route import is_ip_literal
+
+__all__ = [
+    "CANCEL_CHECK_INTERVAL",
+    "IN_FLIGHT",
+    "Race",
+    "abort",
+    "attach",
+    "close_channel",
+    "connect_one",
+    "lookup_host",
+    "new_connection",
+    "raw_mode",
+    "sockaddr_of",
+    "socks4a",
+    "socks5",
+    "start_tls",
+    "tunnel",
+]
+
+# -- connecting ------------------------------------------------------------------------------------------
+# The TCP connect race of ``happy_eyeballs`` (non-blocking sockets whose ``connect`` is in flight, waited
+# for by one ``poll``, or ``select``, in the calling thread), its one-route shortcut ``connect_one``, the
+# name lookups and the handshakes of ``exchange_finder`` (SOCKS, CONNECT and TLS on the socket itself,
+# bounded by its kernel timeouts: the "channel" the handshakes run on; the ``RealConnection`` comes last).
+
+#: ``Race.start``'s answer for an attempt that is connecting (0: connected, else its errno).
+IN_FLIGHT = -1
+#: How often a race with an ``is_canceled`` asks it (seconds): a poll cannot be woken by a cancel.
+CANCEL_CHECK_INTERVAL = 0.05
+
+_IN_PROGRESS = {errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN, errno.EALREADY}
+if hasattr(errno, "WSAEWOULDBLOCK"):  # pragma: no cover - Windows
+    _IN_PROGRESS.add(errno.WSAEWOULDBLOCK)
+
+_INF = float("inf")
+_AF_INET = int(socket.AF_INET)
+_AF_INET6 = int(socket.AF_INET6)
+_SO_SNDTIMEO = socket.SO_SNDTIMEO
+_IPPROTO_TCP = socket.IPPROTO_TCP
+_TCP_NODELAY = socket.TCP_NODELAY
+_C_SOCKET = _socket.socket  # the C type a blocking socket.socket is an instance of (gevent's is not)
+_SOCKS = ProxyType.SOCKS
+
+
+def sockaddr_of(target: tuple[str, int]) -> tuple[int, Any]:
+    """The address family and sockaddr for ``target``; a host name is resolved (first answer)."""
+    host = target[0]
+    if ":" in host:
+        return _AF_INET6, target
+    if is_ip_literal(host):
+        return _AF_INET, target
+    # Only reached for a proxy given by name (SOCKS routes connect to the proxy, see ``target_of``).
+    infos = socket.getaddrinfo(host, target[1], type=socket.SOCK_STREAM)
+    family, _, _, _, sockaddr = infos[0]
+    return family, sockaddr
+
+
+def _new_selector() -> selectors.BaseSelector:
+    # poll needs no file descriptor of its own, unlike epoll; select is the portable fallback
+    if hasattr(selectors, "PollSelector"):
+        return selectors.PollSelector()
+    return selectors.SelectSelector()  # pragma: no cover - Windows
+
+
+class Race:
+    """The attempts of one ``connect_tcp`` in flight, registered with one selector. ``abort()`` (any
+    thread) makes the race raise ``CanceledError`` at its next check, as ``is_canceled()`` does: within
+    ``CANCEL_CHECK_INTERVAL`` when there is an ``is_canceled``."""
+
+    __slots__ = ("in_flight", "aborted", "is_canceled", "_selector")
+
+    def __init__(self, is_canceled: Callable[[], bool] | None) -> None:
+        self.in_flight: list[Any] = []  # in launch order
+        self.aborted = False
+        self.is_canceled = is_canceled
+        self._selector = _new_selector()
+
+    def abort(self) -> None:
+        self.aborted = True
+
+    def check_canceled(self) -> None:
+        if self.aborted or (self.is_canceled is not None and self.is_canceled()):
+            raise CanceledError("Canceled while connecting", phase="connect")
+
+    def sockaddr_of(self, target: tuple[str, int]) -> tuple[int, Any]:
+        return sockaddr_of(target)
+
+    def start(self, attempt: Any, sockaddr: Any) -> int:
+        """Start connecting ``attempt.sock`` (non-blocking) to ``sockaddr``: 0 when it connected at once,
+        ``IN_FLIGHT`` while it connects, else the errno it failed with."""
+        sock = attempt.sock
+        code: int = sock.connect_ex(sockaddr)
+        if code == 0:
+            return 0
+        if code not in _IN_PROGRESS:
+            return code
+        self.in_flight.append(attempt)
+        self._selector.register(sock, selectors.EVENT_WRITE, attempt)
+        return IN_FLIGHT
+
+    def wait(self, seconds: float) -> list[Any]:
+        """Wait up to ``seconds`` (inf: no limit; at most ``CANCEL_CHECK_INTERVAL`` when there is an
+        ``is_canceled``) for an attempt to finish; the finished ones."""
+        if self.is_canceled is not None:
+            seconds = min(seconds, CANCEL_CHECK_INTERVAL)
+        seconds = max(seconds, 0.0)
+        return [key.data for key, _ in self._selector.select(None if seconds == _INF else seconds)]
+
+    def outcome(self, attempt: Any) -> BaseException | None:
+        """None when the finished ``attempt`` connected, else why it failed (its errno's ``OSError``)."""
+        code = attempt.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        return None if code == 0 else connect_error(code)
+
+    def drop(self, attempt: Any) -> None:
+        """Forget ``attempt`` and close its socket."""
+        self.in_flight.remove(attempt)
+        self._selector.unregister(attempt.sock)
+        attempt.sock.close()
+
+    def finish(self, attempts: list[Any]) -> None:
+        """Stop ``attempts`` (close their sockets)."""
+        for attempt in attempts:
+            self.drop(attempt)
+
+    def close(self) -> None:
+        self._selector.close()
+
+    def won(self, sock: socket.socket, timeout: float | None) -> None:
+        """Ready the winner's socket: blocking, ``TCP_NODELAY``, ``SO_SNDTIMEO`` at the connect timeout."""
+        sock.setblocking(True)
+        sock.setsockopt(_IPPROTO_TCP, _TCP_NODELAY, 1)
+        if timeout is not None:
+            set_kernel_timeout(sock, _SO_SNDTIMEO, timeout)
+
+
+def connect_one(
+    route: Any,
+    target: tuple[str, int],
+    timeout: float,
+    on_failure: Callable[[Any, BaseException], None] | None,
+    on_socket: Callable[[Any], None] | None,
+    name: Callable[[Any, tuple[str, int]], str],
+    local_address: str | None,
+) -> tuple[socket.socket, Any, list[tuple[Any, BaseException]]]:
+    """Connect to one route at ``target``; returns ``(socket, route, [])`` as ``connect_tcp`` does, and
+    raises as it does. ``timeout`` of ``0`` means none.
+
+    A blocking ``connect`` bounded by ``SO_SNDTIMEO`` (Linux honours it for connect): three system calls
+    instead of the racing loop's seven. A cooperative (gevent) socket, which never blocks in the kernel,
+    is bounded by its own timeout instead. ``on_socket`` lets the caller abort it (cancel) with
+    ``shutdown()``, which makes the blocking connect fail at once."""
+    sock = None
+    try:
+        family, sockaddr = sockaddr_of(target)
+        sock = new_socket(family, local_address)
+        if timeout > 0:
+            set_kernel_timeout(sock, _SO_SNDTIMEO, timeout)
+        cooperative = not isinstance(sock, _C_SOCKET)  # gevent's: waits in its hub, not the kernel
+        if cooperative:
+            sock.settimeout(timeout if timeout > 0 else None)
+        if on_socket is not None:
+            on_socket(sock)
+        sock.connect(sockaddr)
+        if cooperative:
+            sock.settimeout(None)
+        sock.setsockopt(_IPPROTO_TCP, _TCP_NODELAY, 1)
+    except (TimeoutError, BlockingIOError) as exc:
+        if sock is not None:
+            sock.close()
+        after = f" after {timeout:g} s" if timeout > 0 else ""
+        error: BaseException = ConnectTimeout(
+            f"Connect to {name(route, target)} timed out{after}", phase="connect"
+        )
+        error.__cause__ = exc
+        if on_failure is not None:
+            on_failure(route, error)
+        raise all_failed([(route, error)]) from exc
+    except OSError as exc:
+        if sock is not None:
+            sock.close()
+        failure = connect_error(exc.errno) if exc.errno else exc
+        if on_failure is not None:
+            on_failure(route, failure)
+        raise all_failed([(route, failure)]) from exc
+    finally:
+        if on_socket is not None:
+            on_socket(None)
+    return sock, route, []
+
+
+def abort(connecting: Any) -> None:
+    """Abort what a finder has in flight (from any thread): the connect race, or a socket connecting or
+    in its handshakes (``shutdown`` makes a blocking connect or read fail at once)."""
+    if isinstance(connecting, Race):
+        connecting.abort()
+    elif connecting is not None:
+        try:
+            connecting.shutdown(socket.SHUT_RDWR)  # aborts a blocking connect at once
+        except OSError:
+            # not connecting yet: closing makes the connect() about to start fail at once
+            close_quietly(connecting)
+
+
+def lookup_host(dns: Any, host: str, on_lookup: Callable[[Any], None]) -> Any:
+    """The client's Dns answer for ``host`` (a blocking lookup, which nothing aborts)."""
+    return as_dns(dns).lookup(host)
+
+
+def _has_handshake(route: Any, address: Any) -> bool:
+    """Whether bytes are exchanged before the first request: SOCKS, TLS to a proxy, a CONNECT tunnel, TLS."""
+    proxy = route.proxy
+    return proxy.type is _SOCKS or proxy.tls or route.requires_tunnel or address.is_https
+
+
+def attach(sock: socket.socket, route: Any, address: Any, http_proxy: bool, handshake_timeout: float) -> Any:
+    """The channel for the handshakes over the connected ``sock``: the socket itself, its kernel timeouts at
+    ``handshake_timeout`` when bytes go before the first request (SOCKS, a tunnel, TLS)."""
+    if _has_handshake(route, address):
+        set_socket_timeouts(sock, handshake_timeout)
+    return sock
+
+
+def raw_mode(sock: Any, on: bool) -> None:
+    """Nothing to switch on a socket: handshakes read it directly."""
+
+
+def socks4a(sock: Any, host: str, port: int, user_id: str, proxy_name: str, timeout: float) -> None:
+    socks4a_connect(sock, host, port, user_id=user_id, proxy_name=proxy_name)
+
+
+def socks5(
+    sock: Any,
+    host: str,
+    port: int,
+    username: str | None,
+    password: str | None,
+    proxy_name: str,
+    timeout: float,
+) -> None:
+    socks5_connect(sock, host, port, username=username, password=password, proxy_name=proxy_name)
+
+
+def start_tls(sock: Any, host: str, port: int, context: Any, sessions: Any, user: Any, timeout: float) -> Any:
+    """TLS to ``host`` over the channel: the TLS socket (inside the TLS to a proxy when there is one)."""
+    return wrap_tls(sock, host, port, context, sessions, user)
+
+
+def tunnel(
+    sock: Any,
+    route: Any,
+    user_agent: str,
+    proxy_authenticator: Any,
+    reconnect: Callable[[], Any],
+    timeout: float,
+) -> Any:
+    """The CONNECT tunnel through the proxy: the socket, or a new one after a 407 that closed."""
+    return open_tunnel(sock, route, user_agent, proxy_authenticator, reconnect)
+
+
+def close_channel(sock: Any) -> None:
+    close_quietly(sock)  # idempotent: wrap_tls and open_tunnel already closed what they own
+
+
+def new_connection(
+    sock: Any,
+    route: Any,
+    address: Any,
+    http_proxy: bool,
+    connect_timeout: float,
+    handshake_timeout: float,
+    tls_sessions: Any,
+) -> RealConnection:
+    """The ``RealConnection`` over the socket the handshakes ran on, told the kernel timeouts set so far
+    and the TLS sessions its layers will give."""
+    conn = RealConnection(sock, route, address, address.is_https, http_proxy)
+    if not conn.is_tls:
+        # the kernel timeouts set so far: the first set_timeouts() skips equal values
+        if _has_handshake(route, address):
+            conn.read_timeout = conn.write_timeout = handshake_timeout
+        else:
+            conn.write_timeout = connect_timeout  # SO_SNDTIMEO as connect_tcp left it (0: none)
+    else:
+        # the sessions this connection's TLS layers will give, innermost first (read on release)
+        proxy = route.proxy
+        keys: tuple[tuple[str, int], ...] = ((address.host, address.port),) if address.is_https else ()
+        if proxy.type is ProxyType.HTTP and proxy.tls:
+            keys += ((str(proxy.host), int(proxy.port or 0)),)
+        if keys:
+            conn.offer_tls_sessions(tls_sessions, keys)
+    return conn
