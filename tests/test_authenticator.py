@@ -6,11 +6,11 @@ import base64
 import pickle
 
 import pytest
-from conftest import assert_pool_clean, make_client
 
 import fastnet
 from fastnet.authenticator import NONE, PREEMPTIVE_SCHEME, parse_challenges
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import assert_pool_clean, make_client
 
 pytestmark = pytest.mark.both_clients
 

@@ -7,12 +7,12 @@ import ssl
 from typing import Any
 
 import pytest
-from conftest import make_client, make_fast_client
-from fakes import FakeDns
-from wire import CRAWLED_TARGETS
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import make_client, make_fast_client
+from tests.support.fakes import FakeDns
+from tests.support.wire import CRAWLED_TARGETS
 
 pytestmark = pytest.mark.both_clients
 

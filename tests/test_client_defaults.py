@@ -21,10 +21,10 @@ from typing import Any
 import brotli
 import pytest
 import zstandard
-from conftest import blocking_only, make_client, make_fast_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import blocking_only, make_client, make_fast_client
 
 pytestmark = pytest.mark.both_clients
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import enum
 
 import pytest
-from conftest import Twins
 
 import fastnet
+from tests.support.twins import Twins
 
 
 class Plain(str):

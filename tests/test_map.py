@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import assert_pool_clean, make_fast_client
-from holding import HoldingServer
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, RecordedRequest
+from tests.support.clients import assert_pool_clean, make_fast_client
+from tests.support.holding import HoldingServer
 
 
 def map_threads() -> list[threading.Thread]:

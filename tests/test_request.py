@@ -8,10 +8,11 @@ import io
 import json
 
 import pytest
-from conftest import Twins, make_fast_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import make_fast_client
+from tests.support.twins import Twins
 
 pytestmark = pytest.mark.both_clients
 

@@ -12,11 +12,11 @@ import time
 from typing import Any
 
 import pytest
-from conftest import assert_pool_clean, make_fast_client
-from wire import comparable, sent_by
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import assert_pool_clean, make_fast_client
+from tests.support.wire import comparable, sent_by
 
 pytestmark = pytest.mark.both_clients
 

@@ -14,10 +14,11 @@ import zlib
 import brotli
 import pytest
 import zstandard
-from conftest import Twins, make_fast_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.clients import make_fast_client
+from tests.support.twins import Twins
 
 pytestmark = pytest.mark.both_clients
 

@@ -8,11 +8,11 @@ import threading
 import time
 
 import pytest
-from conftest import assert_pool_clean, make_client
 
 import fastnet
 from fastnet.retry import RequestHistory, parse_retry_after
 from fastnet.testing import MockResponse, SocketPolicy
+from tests.support.clients import assert_pool_clean, make_client
 
 pytestmark = pytest.mark.both_clients
 

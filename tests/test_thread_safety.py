@@ -3,7 +3,7 @@
 The supported way to use fastnet from many threads is one ``Client`` shared by all of them. This test
 holds it to that: 64 threads run calls with ``execute()`` on one client while the same client's
 dispatcher works through 10,000 enqueued calls, all against MockServers on three loopback hosts (in a
-child process, tests/stress_server.py, so they share neither this process's GIL nor its descriptors).
+child process, tests/support/stress_server.py, so they share neither this process's GIL nor its descriptors).
 A canceler thread cancels running calls at random moments, some calls are canceled before they start
 (``call.cancel()`` or ``future.cancel()``), and some run on siblings with a short ``call_timeout``
 against answers that are slow or dripped. Every answer names its request, so crossed connections
@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_client
-from stress_server import body_for
 
 import fastnet
+from tests.support.clients import make_client
+from tests.support.stress_server import body_for
 
 FULL = os.environ.get("FASTNET_STRESS", "").lower() == "full"
 THREADS = 64
@@ -69,7 +69,7 @@ def open_fds() -> int:
 @pytest.fixture
 def servers() -> Iterator[dict[str, int]]:
     """The stress servers' ports by host, in a child process ended when the test ends."""
-    script = Path(__file__).with_name("stress_server.py")
+    script = Path(__file__).resolve().parent / "support" / "stress_server.py"
     child = subprocess.Popen(
         [sys.executable, str(script), *HOSTS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import assert_pool_clean, make_fast_client
-from fakes import FakeDns
 
 import fastnet
 from fastnet._internal.http1.decoders import ACCEPT_ENCODING
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.clients import assert_pool_clean, make_fast_client
+from tests.support.fakes import FakeDns
 
 pytestmark = pytest.mark.both_clients
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import make_fast_client
-from fakes import FakeDns, RecordingEventListener, RecordingListener
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import make_fast_client
+from tests.support.fakes import FakeDns, RecordingEventListener, RecordingListener
 
 pytestmark = pytest.mark.both_clients
 

@@ -13,8 +13,6 @@ import time
 
 import h11
 import pytest
-from conftest import assert_pool_clean, make_client
-from fakes import FakeDns
 
 import fastnet
 from fastnet import _compat
@@ -22,6 +20,8 @@ from fastnet._internal.connection.async_real_connection import AsyncRealConnecti
 from fastnet._internal.connection.exchange_finder import PROBE_IDLE_AFTER
 from fastnet._internal.retry_follow_up import RetryAndFollowUpInterceptor
 from fastnet.testing import MockResponse, MockServer, RecordedRequest, SocketPolicy
+from tests.support.clients import assert_pool_clean, make_client
+from tests.support.fakes import FakeDns
 
 pytestmark = pytest.mark.both_clients
 

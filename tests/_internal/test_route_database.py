@@ -4,10 +4,10 @@ import threading
 import types
 
 import pytest
-from conftest import Twins
 
 from fastnet.proxy import Proxy
 from fastnet.route import Address, Route
+from tests.support.twins import Twins
 
 DIRECT = Proxy.NO_PROXY
 

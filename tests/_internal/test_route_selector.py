@@ -5,13 +5,13 @@ import types
 from typing import Any
 
 import pytest
-from conftest import Twins
-from fakes import FakeDns, RecordingEventListener, RecordingProxySelector
 
 from fastnet._internal.route_database import RouteDatabase
 from fastnet.exceptions import ProxyError, RouteError, UnknownHostError
 from fastnet.proxy import Proxy
 from fastnet.route import Address
+from tests.support.fakes import FakeDns, RecordingEventListener, RecordingProxySelector
+from tests.support.twins import Twins
 
 DIRECT = Proxy.NO_PROXY
 PROXY_A = Proxy.http("proxy-a.test", 3128)

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import make_fast_client
-from fakes import FakeDns
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy, _tls
+from tests.support.clients import make_fast_client
+from tests.support.fakes import FakeDns
 
 pytestmark = pytest.mark.both_clients
 

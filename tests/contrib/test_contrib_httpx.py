@@ -12,7 +12,10 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from contrib_cases import (
+
+import fastnet
+from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.contrib_cases import (
     BAD_CONNECT_REPLIES,
     CASES,
     Case,
@@ -22,9 +25,6 @@ from contrib_cases import (
     body_chunks,
     check,
 )
-
-import fastnet
-from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("socksio")  # httpx's SOCKS support

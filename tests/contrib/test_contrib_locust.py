@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contrib_cases import CASES, Case, Expect, Observed, Servers, check
 
 from fastnet.testing import MockResponse, MockServer
+from tests.support.contrib_cases import CASES, Case, Expect, Observed, Servers, check
 
 if importlib.util.find_spec("locust") is None:  # never import it here: it monkey-patches the process
     pytest.skip("locust is not installed", allow_module_level=True)
@@ -32,7 +32,7 @@ if importlib.util.find_spec("locust") is None:  # never import it here: it monke
 pytestmark = pytest.mark.testbed
 
 HERE = Path(__file__).resolve().parent
-CHILD = str(HERE / "locust_child.py")
+CHILD = str(HERE.parent / "support" / "locust_child.py")
 ENGINES = ("fastnet", "stock")
 
 #: Cases the table does not run with Locust, and why.
@@ -337,7 +337,7 @@ def test_distributed_master_and_two_workers(testbed: Any, tmp_path: Path) -> Non
     for name in list(env):
         if name.lower() in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
             del env[name]
-    locust = [sys.executable, "-m", "locust", "-f", str(HERE / "locustfile_fastnet.py")]
+    locust = [sys.executable, "-m", "locust", "-f", str(HERE.parent / "support" / "locustfile_fastnet.py")]
     host = testbed.url("/").rstrip("/")
     common = ["--loglevel", "WARNING"]
     master = subprocess.Popen(

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from contrib_cases import CASES, Case, Observed, Servers, body_chunks, check
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.contrib_cases import CASES, Case, Observed, Servers, body_chunks, check
 
 requests = pytest.importorskip("requests")
 pytest.importorskip("socks")  # PySocks: the stock adapter's SOCKS support

@@ -23,9 +23,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contrib_cases import BAD_CONNECT_REPLIES, CASES, Case, ConnectProxy, Expect, Observed, Servers, check
 
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.contrib_cases import (
+    BAD_CONNECT_REPLIES,
+    CASES,
+    Case,
+    ConnectProxy,
+    Expect,
+    Observed,
+    Servers,
+    check,
+)
 
 if importlib.util.find_spec("scrapy") is None:
     pytest.skip("scrapy is not installed", allow_module_level=True)
@@ -33,7 +42,7 @@ if importlib.util.find_spec("scrapy") is None:
 pytestmark = pytest.mark.testbed
 
 HERE = Path(__file__).resolve().parent
-CHILD = str(HERE / "scrapy_child.py")
+CHILD = str(HERE.parent / "support" / "scrapy_child.py")
 ENGINES = ("fastnet", "stock")
 
 #: Scrapy's own rules, the same for both handlers, where the table's neutral expectation does not hold.

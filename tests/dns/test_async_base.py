@@ -7,7 +7,6 @@ import asyncio
 import socket
 
 import pytest
-from aioloop import aio_fixture  # noqa: F401  (the fixture "aio")
 
 from fastnet.dns import (
     BootstrapDns,
@@ -19,6 +18,7 @@ from fastnet.dns import (
     lookup_with_ttl,
 )
 from fastnet.exceptions import UnknownHostError
+from tests.support.aioloop import aio_fixture  # noqa: F401  (the fixture "aio")
 
 pytestmark = pytest.mark.filterwarnings("error")
 

@@ -1,5 +1,5 @@
 """CachingDns.alookup in both twins, on both loops: the cache shared with lookup, single-flight counted
-at a real DNS server (tests/dnsfaults.py), cancelled leaders and followers, blocking and asyncio
+at a real DNS server (tests/support/dnsfaults.py), cancelled leaders and followers, blocking and asyncio
 lookups of one name at once (threads, one loop, several loops), negative entries and stale-if-error."""
 
 from __future__ import annotations
@@ -9,18 +9,18 @@ import threading
 import types
 
 import pytest
-from aioloop import (
+
+from fastnet.dns import UdpDns
+from fastnet.exceptions import UnknownHostError
+from tests.support.aioloop import (
     aio_fixture,  # noqa: F401  (the fixture "aio")
     client_sockets,
     new_loop,
     wait_closed,
     wait_for,
 )
-from conftest import Twins
-from dnsfaults import FaultDnsServer
-
-from fastnet.dns import UdpDns
-from fastnet.exceptions import UnknownHostError
+from tests.support.dnsfaults import FaultDnsServer
+from tests.support.twins import Twins
 
 pytestmark = pytest.mark.filterwarnings("error")
 

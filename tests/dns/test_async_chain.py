@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from aioloop import aio_fixture  # noqa: F401  (the fixture "aio")
-from dnsfaults import FaultDnsServer
 
 from fastnet.dns import (
     RESILIENT,
@@ -21,6 +19,8 @@ from fastnet.dns import (
     shared_default_dns,
 )
 from fastnet.exceptions import UnknownHostError
+from tests.support.aioloop import aio_fixture  # noqa: F401  (the fixture "aio")
+from tests.support.dnsfaults import FaultDnsServer
 
 pytestmark = pytest.mark.filterwarnings("error")
 

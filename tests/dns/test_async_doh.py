@@ -18,13 +18,6 @@ import dns.message
 import dns.rcode
 import dns.rrset
 import pytest
-from aioloop import (
-    aio_fixture,  # noqa: F401  (the fixture "aio")
-    client_sockets,
-    new_loop,
-    wait_closed,
-    wait_for,
-)
 
 import fastnet
 from fastnet.dns import CachingDns, DohDns
@@ -32,6 +25,13 @@ from fastnet.dns._doh import _CLOSING
 from fastnet.dns._wire import make_query
 from fastnet.exceptions import UnknownHostError
 from fastnet.testing import MockResponse, SocketPolicy
+from tests.support.aioloop import (
+    aio_fixture,  # noqa: F401  (the fixture "aio")
+    client_sockets,
+    new_loop,
+    wait_closed,
+    wait_for,
+)
 
 
 def _async_client_missing() -> str | None:

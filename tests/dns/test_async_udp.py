@@ -1,6 +1,7 @@
-"""UdpDns.alookup against real servers on loopback: the scripted fault server (tests/dnsfaults.py), the
-TCP servers below, and the testbed's unbound. Every answer and every error is held against the blocking
-lookup's for the same name; cancellation must leave no socket open and no task pending."""
+"""UdpDns.alookup against real servers on loopback: the scripted fault server
+(tests/support/dnsfaults.py), the TCP servers below, and the testbed's unbound. Every answer and every
+error is held against the blocking lookup's for the same name; cancellation must leave no socket open and
+no task pending."""
 
 from __future__ import annotations
 
@@ -14,16 +15,16 @@ import dns.flags
 import dns.message
 import dns.rrset
 import pytest
-from aioloop import (
+
+from fastnet.dns import UdpDns
+from fastnet.exceptions import UnknownHostError
+from tests.support.aioloop import (
     aio_fixture,  # noqa: F401  (the fixture "aio")
     client_sockets,
     wait_closed,
     wait_for,
 )
-from dnsfaults import POISON, FaultDnsServer
-
-from fastnet.dns import UdpDns
-from fastnet.exceptions import UnknownHostError
+from tests.support.dnsfaults import POISON, FaultDnsServer
 
 pytestmark = pytest.mark.filterwarnings("error")
 

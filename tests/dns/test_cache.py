@@ -9,12 +9,12 @@ import time
 import types
 
 import pytest
-from conftest import Twins
-from dnsfaults import FaultDnsServer
 
 from fastnet import _compat
 from fastnet.dns import UdpDns
 from fastnet.exceptions import UnknownHostError
+from tests.support.dnsfaults import FaultDnsServer
+from tests.support.twins import Twins
 
 
 @pytest.fixture

@@ -1,14 +1,14 @@
-"""UdpDns against the scripted fault server (tests/dnsfaults.py): the faults unbound cannot make."""
+"""UdpDns against the scripted fault server (tests/support/dnsfaults.py): the faults unbound cannot make."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
-from dnsfaults import POISON, FaultDnsServer
 
 from fastnet.dns import CachingDns, UdpDns
 from fastnet.exceptions import UnknownHostError
+from tests.support.dnsfaults import POISON, FaultDnsServer
 
 
 @pytest.fixture

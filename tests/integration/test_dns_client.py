@@ -29,7 +29,6 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
-from conftest import make_client
 
 from fastnet import _compat
 from fastnet.client import Client
@@ -46,6 +45,7 @@ from fastnet.dns import (
 from fastnet.events import EventListener
 from fastnet.exceptions import ConnectError, UnknownHostError
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import make_client
 
 pytestmark = [pytest.mark.testbed, pytest.mark.both_clients]
 

@@ -14,11 +14,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import conftest
 import pytest
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support import clients
 
 pytestmark = [pytest.mark.testbed, pytest.mark.both_clients]
 
@@ -79,7 +79,7 @@ def make_client(dns: Any, listener: Attempts | None = None, **options: Any) -> f
     options.setdefault("trust_env", False)
     options.setdefault("connect_timeout", 5)
     options.setdefault("read_timeout", 5)
-    return conftest.make_client(dns=dns, event_listener=listener, **options)
+    return clients.make_client(dns=dns, event_listener=listener, **options)
 
 
 def _drops_syns(host: str, port: int) -> bool:

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_pool_clean, make_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import assert_pool_clean, make_client
 
 pytestmark = [pytest.mark.testbed, pytest.mark.both_clients]
 

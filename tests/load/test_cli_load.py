@@ -19,13 +19,13 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import Twins
-from loadkit import refused_port
 
 import fastnet.load
 from fastnet.cli import main
 from fastnet.load._progress import PlainDisplay, RichDisplay, choose_display
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.loadkit import refused_port
+from tests.support.twins import Twins
 
 SCHEMA = json.loads((Path(__file__).parent / "result.schema.json").read_text())
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,12 +13,12 @@ import time
 from collections import Counter
 
 import pytest
-from testbed import Testbed
 
 import fastnet.load
 from fastnet.load import _run
 from fastnet.load._cpu import ThreadClock
 from fastnet.testing import MockResponse, MockServer, RecordedRequest, SocketPolicy
+from tests.support.testbed import Testbed
 
 
 def test_run_counts_requests_exactly_at_the_server(server: MockServer) -> None:

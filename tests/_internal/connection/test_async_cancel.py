@@ -12,7 +12,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from async_support import (
+
+from fastnet.exceptions import CanceledError
+from fastnet.proxy import Proxy
+from tests.support.async_support import (
     User,
     client_sockets,
     drain_until_eof,
@@ -20,10 +23,7 @@ from async_support import (
     make_connector,
     serve,
 )
-from fakes import RecordingListener
-
-from fastnet.exceptions import CanceledError
-from fastnet.proxy import Proxy
+from tests.support.fakes import RecordingListener
 
 HOW = ["cancel", "task"]
 

@@ -11,18 +11,6 @@ import time
 from typing import Any
 
 import pytest
-from async_support import (
-    User,
-    client_sockets,
-    drain_until_eof,
-    fetch,
-    find,
-    find_sync,
-    in_thread,
-    make_connector,
-    serve,
-)
-from fakes import FakeDns, RecordingListener
 
 from fastnet._internal.connection.async_exchange_finder import AsyncExchangeFinder
 from fastnet._internal.connection.async_real_connection import AsyncRealConnection
@@ -33,6 +21,18 @@ from fastnet.proxy import Proxy
 from fastnet.route import Route
 from fastnet.testing import MockResponse, MockServer
 from fastnet.url import URL
+from tests.support.async_support import (
+    User,
+    client_sockets,
+    drain_until_eof,
+    fetch,
+    find,
+    find_sync,
+    in_thread,
+    make_connector,
+    serve,
+)
+from tests.support.fakes import FakeDns, RecordingListener
 
 
 def has_ipv6() -> bool:

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from async_support import User, fetch, find, make_connector
 
 from fastnet._internal.connection.async_pool import AsyncConnectionPool
 from fastnet._internal.connection.real_connection import RealConnection
@@ -23,6 +22,7 @@ from fastnet.exceptions import PoolTimeout
 from fastnet.route import Address
 from fastnet.testing import MockResponse, MockServer
 from fastnet.url import URL
+from tests.support.async_support import User, fetch, find, make_connector
 
 
 @pytest.fixture

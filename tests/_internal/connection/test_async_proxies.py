@@ -14,7 +14,13 @@ import sys
 from typing import Any
 
 import pytest
-from async_support import (
+
+import fastnet
+from fastnet._internal.connection.tls import build_ssl_context
+from fastnet.exceptions import ProxyError, TlsError
+from fastnet.proxy import Proxy
+from fastnet.testing import MockResponse, MockServer
+from tests.support.async_support import (
     Relay,
     User,
     client_sockets,
@@ -23,13 +29,7 @@ from async_support import (
     make_connector,
     serve,
 )
-from fakes import FakeDns, RecordingListener
-
-import fastnet
-from fastnet._internal.connection.tls import build_ssl_context
-from fastnet.exceptions import ProxyError, TlsError
-from fastnet.proxy import Proxy
-from fastnet.testing import MockResponse, MockServer
+from tests.support.fakes import FakeDns, RecordingListener
 
 PROXY_CREDS = "Basic " + base64.b64encode(b"puser:ppass").decode()
 
@@ -396,7 +396,7 @@ def test_async_proxies_refused_tunnel_is_the_blocking_error(run: Any, status: in
             with pytest.raises(ProxyError) as info:
                 await find(connector, User(connector.pool), "https://127.0.0.2:4443/")
             blocking = make_connector(proxy=proxy, blocking=True)
-            from async_support import find_sync, in_thread
+            from tests.support.async_support import find_sync, in_thread
 
             def sync() -> BaseException:
                 try:

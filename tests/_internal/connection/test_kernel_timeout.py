@@ -8,7 +8,8 @@ import struct
 import types
 
 import pytest
-from conftest import Twins
+
+from tests.support.twins import Twins
 
 
 @pytest.fixture

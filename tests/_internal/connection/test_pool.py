@@ -9,10 +9,10 @@ import time
 from typing import Any
 
 import pytest
-from conftest import make_fast_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.clients import make_fast_client
 
 pytestmark = pytest.mark.both_clients
 

@@ -9,11 +9,11 @@ import time
 from typing import Any
 
 import pytest
-from conftest import make_fast_client
-from fakes import FakeDns, RecordingListener
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.clients import make_fast_client
+from tests.support.fakes import FakeDns, RecordingListener
 
 pytestmark = pytest.mark.both_clients
 

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from conftest import Twins
+
+from tests.support.twins import Twins
 
 trustme = pytest.importorskip("trustme")
 

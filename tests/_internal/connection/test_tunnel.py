@@ -9,10 +9,10 @@ import base64
 from typing import Any
 
 import pytest
-from conftest import assert_pool_clean, make_fast_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.clients import assert_pool_clean, make_fast_client
 
 pytestmark = pytest.mark.both_clients
 

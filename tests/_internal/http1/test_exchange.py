@@ -8,10 +8,10 @@ import gzip
 from collections.abc import Callable, Iterator
 
 import pytest
-from conftest import make_fast_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.clients import make_fast_client
 
 pytestmark = pytest.mark.both_clients
 

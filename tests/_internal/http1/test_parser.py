@@ -11,8 +11,13 @@ from typing import Any
 
 import h11
 import pytest
-from conftest import Twins, available_twins
-from http1_corpus import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fastnet import _compat
+from fastnet._internal.http1 import _parser_py, parser
+from fastnet.exceptions import ConnectionClosedError, ProtocolError
+from tests.support.http1_corpus import (
     BIG,
     DELIBERATE_DIFFERENCES,
     HAND_WRITTEN,
@@ -23,12 +28,7 @@ from http1_corpus import (
     make_valid,
     mutate,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from fastnet import _compat
-from fastnet._internal.http1 import _parser_py, parser
-from fastnet.exceptions import ConnectionClosedError, ProtocolError
+from tests.support.twins import Twins, available_twins
 
 PARSER = "fastnet._internal.http1.parser"
 # every twin this build loads ("c" only in a compiled build, so a pure build never imports it), for the

@@ -4,7 +4,7 @@
 loop; ``"uvloop"``); a test module imports it (as ``aio_fixture``, the name it is defined under, so a
 test's ``aio`` argument does not shadow an import) and a test hands it a coroutine::
 
-    from aioloop import aio_fixture  # noqa: F401  (the fixture "aio")
+    from tests.support.aioloop import aio_fixture  # noqa: F401  (the fixture "aio")
 
     def test_something(aio):
         async def main():

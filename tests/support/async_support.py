@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
-from fakes import FakeDns
 
 from fastnet._internal.connection.async_exchange_finder import find_connection
 from fastnet._internal.connection.async_pool import AsyncConnectionPool
@@ -31,6 +30,7 @@ from fastnet._internal.route_database import RouteDatabase
 from fastnet.exceptions import CanceledError
 from fastnet.request import Request
 from fastnet.url import URL
+from tests.support.fakes import FakeDns
 
 T = TypeVar("T")
 

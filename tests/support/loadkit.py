@@ -1,6 +1,6 @@
 """Helpers shared by the load generator's tests: groups, driving an engine to its end, free ports.
 
-Lives in tests/ beside the other helpers, so any test imports it as ``from loadkit import ...``.
+A test imports it as ``from tests.support.loadkit import ...``.
 """
 
 from __future__ import annotations
