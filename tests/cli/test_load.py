@@ -27,7 +27,7 @@ from fastnet.testing import MockResponse, MockServer, SocketPolicy
 from tests.support.loadkit import refused_port
 from tests.support.twins import Twins
 
-SCHEMA = json.loads((Path(__file__).parent / "result.schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "load" / "result.schema.json").read_text())
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium-headless-shell") or shutil.which("chromium")
 

@@ -69,7 +69,7 @@ def open_fds() -> int:
 @pytest.fixture
 def servers() -> Iterator[dict[str, int]]:
     """The stress servers' ports by host, in a child process ended when the test ends."""
-    script = Path(__file__).resolve().parent / "support" / "stress_server.py"
+    script = Path(__file__).resolve().parents[1] / "support" / "stress_server.py"
     child = subprocess.Popen(
         [sys.executable, str(script), *HOSTS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )

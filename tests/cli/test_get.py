@@ -25,7 +25,7 @@ import pytest
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = "s3cr3t-pw"
 
 

@@ -9,6 +9,7 @@ import base64
 import io
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -485,7 +486,7 @@ def test_a_100_mb_upload_streams_in_little_memory(
         timeout=120,
         env=dict(
             {k: v for k, v in os.environ.items() if "proxy" not in k.lower()},
-            PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+            PYTHONPATH=str(Path(__file__).resolve().parents[3]),  # the checkout
         ),
     )
     assert child.returncode == 0, child.stderr
