@@ -204,24 +204,6 @@ def test_bad_client_defaults_are_refused(options: dict[str, Any], error: type[Ex
         make_fast_client(**options)
 
 
-def test_module_level_get_uses_one_shared_client(
-    server: MockServer, monkeypatch: Any, client_kind: str
-) -> None:
-    if client_kind != "blocking":
-        pytest.skip("fastnet.get is the blocking client's")
-    for name in PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    fastnet.default_client().close()  # a fresh one, that reads the environment without proxies
-    server.enqueue(MockResponse(200, body=b"one"), MockResponse(201, body=b"two"))
-    try:
-        assert fastnet.get(server.url("/1"), params={"a": "b"}).content == b"one"
-        assert fastnet.post(server.url("/2"), data={"f": "v"}).status_code == 201
-        assert fastnet.default_client() is fastnet.default_client()
-        assert server.take_request().target == "/1?a=b"
-        posted = server.take_request()
-        assert (posted.body, posted.connection_index) == (b"f=v", 0)  # the first one's connection
-    finally:
-        fastnet.default_client().close()
 
 
 # -- response conveniences ------------------------------------------------------------------------------

@@ -104,39 +104,6 @@ def test_pool_keep_alive_expiry(server: MockServer) -> None:
 
 
 @pytest.mark.both_clients
-def test_pool_evict_all_and_counts(server: MockServer) -> None:
-    for _ in range(3):
-        server.enqueue(MockResponse(200, body=b"x"))
-    with make_fast_client() as client:
-        pool = client.connection_pool
-        held = client.stream("GET", server.url("/"))
-        client.get(server.url("/"))
-        client.get(server.url("/"))
-        assert pool.connection_count() == 2 and pool.idle_connection_count() == 1
-        pool.evict_all()
-        assert pool.connection_count() == 1 and pool.idle_connection_count() == 0  # in use survives
-        held.close()
-        assert pool.idle_connection_count() == 1
-        pool.evict_all()
-        assert pool.connection_count() == 0
-        assert "0 connections" in repr(pool)
-
-
-@pytest.mark.both_clients
-def test_pool_validates_arguments() -> None:
-    with pytest.raises(ValueError, match="max_idle_connections"):
-        fastnet.ConnectionPool(max_idle_connections=-1)
-    with pytest.raises(TypeError, match="max_idle_connections"):
-        fastnet.ConnectionPool(max_idle_connections=1.5)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="keep_alive"):
-        fastnet.ConnectionPool(keep_alive=0)
-    with pytest.raises(TypeError, match="keep_alive"):
-        fastnet.ConnectionPool(keep_alive="5")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_connections_per_host"):
-        fastnet.ConnectionPool(max_connections_per_host=0)
-
-
-@pytest.mark.both_clients
 def test_pool_streamed_body_not_pooled_until_read(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"x" * 10_000))
     with make_fast_client() as client:
@@ -382,47 +349,6 @@ def test_pool_wait_for_a_slot_is_bounded_by_the_connect_timeout(server: MockServ
         assert 0.4 < time.monotonic() - started < 5
         held.close()
         assert client.get(server.url("/")).status_code == 200
-
-
-@pytest.mark.both_clients
-def test_pool_client_close_closes_connections_in_use_and_idle(server: MockServer) -> None:
-    server.enqueue(MockResponse(200, body=b"idle"), MockResponse(200, body=b"x" * 200_000))
-    pool = fastnet.ConnectionPool()
-    client = make_fast_client(connection_pool=pool)
-    assert client.get(server.url("/")).content == b"idle"
-    streaming = client.stream("GET", server.url("/"))
-    assert pool.connection_count() == 1 and pool.idle_connection_count() == 0
-    client.close()
-    assert pool.connection_count() == 0
-    with pytest.raises(fastnet.NetworkError):
-        streaming.content  # noqa: B018 - its socket was closed under it
-    with pytest.raises(RuntimeError, match="closed"):
-        client.get(server.url("/"))
-    assert client.is_closed
-
-
-@pytest.mark.both_clients
-def test_pool_closing_one_client_keeps_a_sibling_working(server: MockServer) -> None:
-    server.default_response = MockResponse(200, body=b"ok")
-    with make_fast_client() as parent:
-        sibling = parent.with_options(read_timeout=3)
-        assert sibling.get(server.url("/")).content == b"ok"
-        sibling.close()
-        assert parent.connection_pool.idle_connection_count() == 1  # the parent still holds the pool
-        assert parent.get(server.url("/")).content == b"ok"
-    assert parent.connection_pool.connection_count() == 0  # the last client closed it
-
-
-@pytest.mark.both_clients
-def test_pool_clients_sharing_a_pool_share_connections(server: MockServer) -> None:
-    server.default_response = MockResponse(200, body=b"ok")
-    pool = fastnet.ConnectionPool()
-    with make_fast_client(connection_pool=pool) as a, make_fast_client(connection_pool=pool) as b:
-        sibling = a.with_options(read_timeout=7)
-        for client in (a, b, sibling, a, b):
-            assert client.get(server.url("/")).content == b"ok"
-        assert pool.connection_count() == 1
-    assert len({r.connection_index for r in (server.take_request() for _ in range(5))}) == 1
 
 
 # --------------------------------------------------------------------------- asyncio: AsyncConnectionPool
