@@ -204,8 +204,6 @@ def test_bad_client_defaults_are_refused(options: dict[str, Any], error: type[Ex
         make_fast_client(**options)
 
 
-
-
 # -- response conveniences ------------------------------------------------------------------------------
 
 
