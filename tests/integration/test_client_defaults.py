@@ -24,7 +24,7 @@ import zstandard
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
-from tests.support.clients import blocking_only, make_client, make_fast_client
+from tests.support.clients import make_client, make_fast_client
 
 pytestmark = pytest.mark.both_clients
 
@@ -52,78 +52,6 @@ def test_default_headers_under_the_requests_own(server: MockServer) -> None:
         "2",
     )
     assert len(second.header_values("accept")) == 1
-
-
-def test_base_url_and_default_params(server: MockServer) -> None:
-    for _ in range(3):
-        server.enqueue(MockResponse(200))
-    with make_fast_client(base_url=server.url("/api/v1/"), params={"key": "k"}) as client:
-        client.get("users", params={"page": "2", "key": "mine"}).close()  # the request's key wins
-        client.get("/more?x=1").close()  # appended to the base's path, as httpx does
-        client.get(server.url("/elsewhere")).close()  # an absolute URL is used as it is
-    assert server.take_request().target == "/api/v1/users?page=2&key=mine"
-    assert server.take_request().target == "/api/v1/more?x=1&key=k"
-    assert server.take_request().target == "/elsewhere?key=k"
-
-
-#: A relative reference against base_url http://host:port/api/ (``{other}``: another server's host:port)
-#: and the request target it gets on the base's server: it never leaves the base URL.
-RELATIVE_UNDER_BASE = [
-    ("", "/api/"),
-    ("x", "/api/x"),
-    ("/x", "/api/x"),
-    ("//{other}/x", "/api/{other}/x"),
-    (" //{other}/x ", "/api/{other}/x"),
-    ("\\\\{other}/x", "/api/{other}/x"),
-    ("/\\{other}/x", "/api/{other}/x"),
-    ("///{other}", "/api/{other}"),
-    ("?q=1", "/api/?q=1"),
-    ("#f", "/api/"),
-    ("/" + "/{other}/x?y=1#f", "/api/{other}/x?y=1"),  # api.get("/" + user_supplied_path)
-    ("@{other}/x", "/api/@{other}/x"),
-    ("../../x", "/x"),  # dot segments stay on the base's origin
-]
-
-
-def test_base_url_relative_reference_never_leaves_the_base_origin(server: MockServer) -> None:
-    with MockServer() as other:
-        hostport = f"127.0.0.1:{other.port}"
-        with make_fast_client(
-            base_url=server.url("/api/"), auth=("alice", SECRET), headers={"X-Api-Key": "k"}
-        ) as client:
-            sibling = client.with_options(read_timeout=4)
-            for reference, target in RELATIVE_UNDER_BASE:
-                reference = reference.format(other=hostport)
-                for _ in range(5):
-                    server.enqueue(MockResponse(200))
-                client.get(reference)
-                client.request("GET", reference)
-                client.stream("GET", reference).close()
-                client.new_call(client.build_request("GET", reference)).execute()
-                sibling.get(reference)
-                for _ in range(5):
-                    seen = server.take_request()
-                    assert seen.target == target.format(other=hostport), reference
-                    assert seen.header("host") == f"127.0.0.1:{server.port}"
-                    assert seen.header("authorization") == basic("alice", SECRET)
-                    assert seen.header("x-api-key") == "k"
-            for bad in ("\t/x", "/x\n", f"\x00//{hostport}/x", "b:8080/x"):
-                with pytest.raises(ValueError):
-                    client.get(bad)
-        assert other.request_count == 0 and other.connection_count == 0
-
-
-def test_base_url_map_resolves_relative_urls_under_the_base(server: MockServer, client_kind: str) -> None:
-    blocking_only(client_kind, "AsyncClient.map is an async iterator")
-    with MockServer() as other:
-        hostport = f"127.0.0.1:{other.port}"
-        for _ in range(2):
-            server.enqueue(MockResponse(200))
-        with make_fast_client(base_url=server.url("/api/"), auth=("alice", SECRET)) as client:
-            results = list(client.map([f"//{hostport}/x", "/y"], ordered=True))
-        assert [r.status_code for _, r in results] == [200, 200]  # type: ignore[union-attr]
-        targets = sorted(server.take_request().target for _ in range(2))
-        assert targets == [f"/api/{hostport}/x", "/api/y"] and other.request_count == 0
 
 
 def test_base_url_absolute_url_elsewhere_gets_no_credentials(server: MockServer) -> None:
@@ -159,11 +87,6 @@ def test_base_url_absolute_url_elsewhere_gets_no_credentials(server: MockServer)
             same = server.take_request()
             assert same.header("authorization") == basic("alice", SECRET) and same.header("x-api-key") == "k"
             assert same.header("cookie") == "c=1" and same.header("host") == "api.example"
-
-
-def test_relative_url_without_base_url_is_refused() -> None:
-    with make_fast_client() as client, pytest.raises(ValueError):
-        client.get("/no/base")
 
 
 def test_default_auth_and_timeout(server: MockServer) -> None:
