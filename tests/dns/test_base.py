@@ -1,17 +1,16 @@
-"""Host-name validation, IP literals, the Dns protocol glue, SystemDns and BootstrapDns.
+"""Host-name validation, IP literals, the Dns protocol glue and BootstrapDns (``fastnet/dns/_base.py``;
+SystemDns: test_system.py).
 
-The asyncio glue (alookup, alookup_with_ttl, FunctionDns.alookup), SystemDns.alookup (the loop's
-getaddrinfo) and BootstrapDns.alookup, held against their blocking twins, on both loops."""
+The asyncio glue (alookup, alookup_with_ttl, FunctionDns.alookup) and BootstrapDns.alookup, held against
+their blocking twins, on both loops."""
 
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import pytest
 
 from fastnet.dns import (
-    BootstrapDns,
     Dns,
     FunctionDns,
     SystemDns,
@@ -23,7 +22,7 @@ from fastnet.dns import (
     normalize_hostname,
 )
 from fastnet.exceptions import NetworkError, UnknownHostError
-from tests.support.aioloop import aio_fixture  # noqa: F401  (the fixture "aio")
+from tests.support.aioloop import aio_fixture, both  # noqa: F401  (aio_fixture: the fixture "aio")
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -120,49 +119,7 @@ def test_lookup_with_ttl_for_plain_resolvers():
     assert lookup_with_ttl(lambda host: ["127.0.0.1"], "app.test") == (["127.0.0.1"], None)
 
 
-def test_system_dns_resolves_localhost():
-    addresses = SystemDns().lookup("localhost")
-    assert addresses
-    assert set(addresses) <= {"127.0.0.1", "::1"}
-    assert len(addresses) == len(set(addresses))
-
-
-def test_system_dns_ip_literals_skip_getaddrinfo():
-    assert SystemDns().lookup("127.0.0.2") == ["127.0.0.2"]
-    assert SystemDns().lookup("[::1]") == ["::1"]
-
-
-def test_system_dns_validates_before_resolving():
-    with pytest.raises(ValueError):
-        SystemDns().lookup("a..test")
-
-
-def test_bootstrap_dns_answers_only_for_its_host():
-    dns = BootstrapDns("DoH.Test", ["127.0.0.1", "[::1]"])
-    assert dns.lookup("doh.test") == ["127.0.0.1", "::1"]
-    with pytest.raises(UnknownHostError, match="instead of doh.test"):
-        dns.lookup("app.test")
-    with pytest.raises(ValueError):
-        BootstrapDns("doh.test", ["doh.test"])
-    with pytest.raises(ValueError):
-        BootstrapDns("doh.test", [])
-
-
 # --------------------------------------------------------------------------- asyncio: alookup
-
-
-async def both(sync_call, async_call, *args):
-    """Call the blocking and the asyncio form; assert they give the same result or the same error."""
-    try:
-        expected = ("ok", sync_call(*args))
-    except Exception as exc:  # noqa: BLE001 - compared
-        expected = (type(exc).__name__, str(exc))
-    try:
-        got = ("ok", await async_call(*args))
-    except Exception as exc:  # noqa: BLE001
-        got = (type(exc).__name__, str(exc))
-    assert got == expected
-    return got
 
 
 def test_async_function_dns_parity(aio):
@@ -287,47 +244,5 @@ def test_async_alookup_with_ttl_prefers_the_asyncio_methods(aio):
         assert await alookup_with_ttl(BlockingTtl(), "app.test") == lookup_with_ttl(BlockingTtl(), "app.test")
         assert await alookup_with_ttl(AwaitableTtl(), "app.test") == (["10.0.0.5"], 5)
         assert await alookup_with_ttl(lambda host: ["10.0.0.6"], "app.test") == (["10.0.0.6"], None)
-
-    aio.run(main())
-
-
-def test_async_system_dns_localhost_parity(aio):
-    async def main():
-        for family in (socket.AF_UNSPEC, socket.AF_INET):
-            dns = SystemDns(family)
-            kind, addresses = await both(dns.lookup, dns.alookup, "localhost")
-            assert kind == "ok" and addresses and set(addresses) <= {"127.0.0.1", "::1"}
-            assert len(addresses) == len(set(addresses))
-
-    aio.run(main())
-
-
-def test_async_system_dns_ip_literals_and_bad_names(aio):
-    async def main():
-        dns = SystemDns()
-        assert await both(dns.lookup, dns.alookup, "127.0.0.2") == ("ok", ["127.0.0.2"])
-        assert await both(dns.lookup, dns.alookup, "[::1]") == ("ok", ["::1"])
-        kind, message = await both(dns.lookup, dns.alookup, "a..test")
-        assert kind == "ValueError" and "empty label" in message
-
-    aio.run(main())
-
-
-def test_async_system_dns_runs_on_the_loop_without_blocking_it(aio):
-    async def main():
-        dns = SystemDns()
-        results = await asyncio.gather(*[dns.alookup("localhost") for _ in range(20)])
-        assert all(r == results[0] for r in results)
-
-    aio.run(main())
-
-
-def test_async_bootstrap_dns_parity(aio):
-    async def main():
-        dns = BootstrapDns("DoH.Test", ["127.0.0.1", "[::1]"])
-        assert await both(dns.lookup, dns.alookup, "doh.test") == ("ok", ["127.0.0.1", "::1"])
-        assert await both(dns.lookup, dns.alookup, "127.0.0.9") == ("ok", ["127.0.0.9"])
-        kind, message = await both(dns.lookup, dns.alookup, "app.test")
-        assert kind == "UnknownHostError" and "instead of doh.test" in message
 
     aio.run(main())

@@ -20,7 +20,7 @@ import dns.rrset
 import pytest
 
 import fastnet
-from fastnet.dns import CachingDns, DohDns
+from fastnet.dns import BootstrapDns, CachingDns, DohDns
 from fastnet.dns._doh import (
     _CLOSING,
     build_get_url,
@@ -33,6 +33,7 @@ from fastnet.exceptions import UnknownHostError
 from fastnet.testing import MockResponse, SocketPolicy
 from tests.support.aioloop import (
     aio_fixture,  # noqa: F401  (the fixture "aio")
+    both,
     client_sockets,
     new_loop,
     wait_closed,
@@ -115,31 +116,6 @@ def test_doh_message_mismatched_question_or_id_rejected():
     wrong_id.id = 77
     with pytest.raises(AnswerError, match="does not match"):
         parse_message_response(query, 200, MSG, wrong_id.to_wire())
-
-
-def test_doh_message_ignores_records_for_other_names():
-    query = make_query("app.test", "A", zero_id=True)
-    body = _answer(query, ("poison.test.", 5, "A", ["10.66.66.66"]), ("app.test.", 5, "A", ["127.0.0.1"]))
-    message = parse_message_response(query, 200, MSG, body)
-    assert extract_addresses(message, query.question[0].name, 1)[0] == ["127.0.0.1"]
-
-
-@pytest.mark.parametrize(
-    ("rcode", "reason"), [(dns.rcode.NXDOMAIN, "NXDOMAIN"), (dns.rcode.SERVFAIL, "SERVFAIL")]
-)
-def test_doh_message_rcodes(rcode, reason):
-    query = make_query("app.test", "A", zero_id=True)
-    message = parse_message_response(query, 200, MSG, _answer(query, rcode=rcode))
-    with pytest.raises(AnswerError, match=reason):
-        extract_addresses(message, query.question[0].name, 1)
-
-
-def test_doh_message_cname_loop():
-    query = make_query("a.test", "A", zero_id=True)
-    body = _answer(query, ("a.test.", 5, "CNAME", ["b.test."]), ("b.test.", 5, "CNAME", ["a.test."]))
-    message = parse_message_response(query, 200, MSG, body)
-    with pytest.raises(AnswerError, match="CNAME loop"):
-        extract_addresses(message, query.question[0].name, 1)
 
 
 def _json(**document):
@@ -774,5 +750,27 @@ def test_async_doh_untrusted_certificate_is_unknown_host(aio, testbed):
         async with DohDns(testbed.doh_url, timeout=5) as doh:
             with pytest.raises(UnknownHostError, match="DoH request failed"):
                 await doh.alookup("app.test")
+
+    aio.run(main())
+
+
+def test_bootstrap_dns_answers_only_for_its_host():
+    dns = BootstrapDns("DoH.Test", ["127.0.0.1", "[::1]"])
+    assert dns.lookup("doh.test") == ["127.0.0.1", "::1"]
+    with pytest.raises(UnknownHostError, match="instead of doh.test"):
+        dns.lookup("app.test")
+    with pytest.raises(ValueError):
+        BootstrapDns("doh.test", ["doh.test"])
+    with pytest.raises(ValueError):
+        BootstrapDns("doh.test", [])
+
+
+def test_async_bootstrap_dns_parity(aio):
+    async def main():
+        dns = BootstrapDns("DoH.Test", ["127.0.0.1", "[::1]"])
+        assert await both(dns.lookup, dns.alookup, "doh.test") == ("ok", ["127.0.0.1", "::1"])
+        assert await both(dns.lookup, dns.alookup, "127.0.0.9") == ("ok", ["127.0.0.9"])
+        kind, message = await both(dns.lookup, dns.alookup, "app.test")
+        assert kind == "UnknownHostError" and "instead of doh.test" in message
 
     aio.run(main())

@@ -41,7 +41,16 @@ import pytest
 
 from fastnet import _compat
 
-__all__ = ["LOOP_KINDS", "LoopRunner", "aio_fixture", "client_sockets", "new_loop", "wait_closed", "wait_for"]
+__all__ = [
+    "LOOP_KINDS",
+    "LoopRunner",
+    "aio_fixture",
+    "both",
+    "client_sockets",
+    "new_loop",
+    "wait_closed",
+    "wait_for",
+]
 
 T = TypeVar("T")
 
@@ -182,3 +191,18 @@ async def wait_for(predicate: Any, seconds: float = 10.0, what: str = "condition
         if loop.time() > deadline:
             pytest.fail(f"timed out waiting for {what}", pytrace=False)
         await asyncio.sleep(0.005)
+
+
+async def both(sync_call: Any, async_call: Any, *args: Any) -> tuple[str, Any]:
+    """Call the blocking and the asyncio form of a lookup; assert they give the same result or the same
+    error, and return it: ``("ok", result)`` or ``(error class name, message)``."""
+    try:
+        expected = ("ok", sync_call(*args))
+    except Exception as exc:  # noqa: BLE001 - compared
+        expected = (type(exc).__name__, str(exc))
+    try:
+        got = ("ok", await async_call(*args))
+    except Exception as exc:  # noqa: BLE001
+        got = (type(exc).__name__, str(exc))
+    assert got == expected
+    return got
