@@ -120,7 +120,7 @@ def test_headers_tab_and_obs_text_in_value_accepted() -> None:
 
 def test_headers_wrong_types_raise_type_error() -> None:
     with pytest.raises(TypeError):
-        fastnet.Headers({1: "v"})
+        fastnet.Headers({1: "v"})  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         fastnet.Headers({"a": object()})
 

@@ -47,7 +47,7 @@ def test_timeout_merged_keeps_the_phases_left_out() -> None:
 def test_timeout_is_immutable_hashable_and_comparable() -> None:
     t = Timeout(5, call=9)
     with pytest.raises(AttributeError):
-        t.read = 1  # type: ignore[misc]
+        t.read = 1
     assert t == Timeout(connect=5, read=5, write=5, call=9) and hash(t) == hash(Timeout(5, call=9))
     assert t != Timeout(5) and t != 5
     assert len({Timeout(1), Timeout(1), Timeout(2)}) == 2

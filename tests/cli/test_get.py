@@ -18,12 +18,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.clients import ca_path
+from tests.support.testbed import Testbed
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "s3cr3t-pw"
@@ -385,7 +386,7 @@ def test_max_redirs_exit_47(server: MockServer) -> None:
 
 def test_cacert_and_insecure(tls_server: MockServer) -> None:
     tls_server.default_response = MockResponse(200, body=b"secure")
-    result = _run("get", "--cacert", tls_server.ca_path, tls_server.url("/"))
+    result = _run("get", "--cacert", ca_path(tls_server), tls_server.url("/"))
     assert (result.returncode, result.stdout) == (0, "secure"), result.stderr
     result = _run("get", tls_server.url("/"))
     assert result.returncode == 60 and "--cacert" in result.stderr or "verify=" in result.stderr
@@ -726,27 +727,35 @@ def test_client_certificate_with_cert_and_key(tls_server: MockServer, tmp_path: 
     assert context is not None
     context.verify_mode = ssl.CERT_REQUIRED
     context.load_verify_locations(tls_server.ca_path)
+    assert tls_server.ca is not None
     leaf = tls_server.ca.issue_cert("client@example.test")
     certfile, keyfile = tmp_path / "client.pem", tmp_path / "client.key"
     certfile.write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
     keyfile.write_bytes(leaf.private_key_pem.bytes())
     tls_server.default_response = MockResponse(200, body=b"client known")
     result = _run(
-        "get", "--cacert", tls_server.ca_path, "-E", str(certfile), "--key", str(keyfile), tls_server.url("/")
+        "get",
+        "--cacert",
+        ca_path(tls_server),
+        "-E",
+        str(certfile),
+        "--key",
+        str(keyfile),
+        tls_server.url("/"),
     )
     assert (result.returncode, result.stdout) == (0, "client known"), result.stderr
     (tmp_path / "both.pem").write_bytes(certfile.read_bytes() + keyfile.read_bytes())
     result = _run(
-        "get", "--cacert", tls_server.ca_path, "--cert", str(tmp_path / "both.pem"), tls_server.url("/")
+        "get", "--cacert", ca_path(tls_server), "--cert", str(tmp_path / "both.pem"), tls_server.url("/")
     )
     assert (result.returncode, result.stdout) == (0, "client known"), result.stderr
-    result = _run("get", "--cacert", tls_server.ca_path, tls_server.url("/"))
+    result = _run("get", "--cacert", ca_path(tls_server), tls_server.url("/"))
     # refused in the handshake (TLS 1.2) or by an alert on the first read (TLS 1.3: fastnet reports it as
     # a connection closed while reading, 52)
     assert result.returncode in (35, 52, 56), result.stderr
 
 
-def test_connect_timeout_exits_28(testbed: Any) -> None:
+def test_connect_timeout_exits_28(testbed: Testbed) -> None:
     started = time.monotonic()
     result = _run(
         "get", "--connect-timeout", "0.5", "--timeout", "10", f"http://{testbed.blackhole_host}:80/"

@@ -25,6 +25,7 @@ from tests.support.contrib_cases import (
     body_chunks,
     check,
 )
+from tests.support.testbed import Testbed
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("socksio")  # httpx's SOCKS support
@@ -66,7 +67,7 @@ def kind(exc: BaseException) -> str:
 
 
 @pytest.fixture(scope="module")
-def servers(testbed: Any) -> Iterator[Servers]:
+def servers(testbed: Testbed) -> Iterator[Servers]:
     s = Servers(testbed)
     yield s
     s.close()
@@ -220,8 +221,8 @@ def test_wire_headers_are_httpx_own(client: Any, server: MockServer) -> None:
     server.enqueue(MockResponse(200))
     client.get(server.url("/"))
     sent = server.take_request()
-    assert sent.header("User-Agent").startswith("python-httpx/")
-    assert sent.header("Accept-Encoding").startswith("gzip, deflate")
+    assert (sent.header("User-Agent") or "").startswith("python-httpx/")
+    assert (sent.header("Accept-Encoding") or "").startswith("gzip, deflate")
     assert [name for name, _ in sent.headers][0].lower() == "host"
 
 
@@ -356,7 +357,7 @@ def _traced(engine: str, url: str, **options: Any) -> list[tuple[str, Any]]:
 
 @pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
 @pytest.mark.parametrize("engine", ["fastnet", "fastnet-async"])
-def test_trace_extension(engine: str, tls: bool, testbed: Any) -> None:
+def test_trace_extension(engine: str, tls: bool, testbed: Testbed) -> None:
     """The ``trace`` extension gets httpcore's events, in httpcore's order, with what httpx's command line
     reads from them (the address connected to, the TLS object, the request, the response head)."""
     url = testbed.url("/2b", tls=tls)
@@ -407,7 +408,7 @@ def test_trace_drives_httpx_command_line_output(server: MockServer, capsys: Any)
     assert f"Connected to '127.0.0.1' on port {server.port}" in out
 
 
-def test_trace_failed_event(testbed: Any) -> None:
+def test_trace_failed_event(testbed: Testbed) -> None:
     events: list[str] = []
     with httpx.Client(transport=FastnetTransport()) as c, pytest.raises(httpx.ConnectError):
         c.get(

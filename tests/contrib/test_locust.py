@@ -25,6 +25,7 @@ import pytest
 
 from fastnet.testing import MockResponse, MockServer
 from tests.support.contrib_cases import CASES, Case, Expect, Observed, Servers, check
+from tests.support.testbed import Testbed
 
 if importlib.util.find_spec("locust") is None:  # never import it here: it monkey-patches the process
     pytest.skip("locust is not installed", allow_module_level=True)
@@ -105,7 +106,7 @@ def child(*args: str, timeout: float = 90) -> Any:
 
 
 @pytest.fixture(scope="module")
-def servers(testbed: Any) -> Iterator[Servers]:
+def servers(testbed: Testbed) -> Iterator[Servers]:
     s = Servers(testbed)
     yield s
     s.close()
@@ -287,7 +288,7 @@ def test_100_users_overlap_in_one_process() -> None:
     assert result["wall"] < 15, result  # one after another, it would take 100 s
 
 
-def test_100_users_connect_attempts_overlap(testbed: Any) -> None:
+def test_100_users_connect_attempts_overlap(testbed: Testbed) -> None:
     """Connects to an address that drops SYNs: each times out after 1 s, all at about the same time."""
     if not testbed.blackhole_available:
         pytest.skip("the testbed's blackhole (nft) is not available")
@@ -327,7 +328,7 @@ def _access_count(log: Path, token: str) -> int:
         return -1
 
 
-def test_distributed_master_and_two_workers(testbed: Any, tmp_path: Path) -> None:
+def test_distributed_master_and_two_workers(testbed: Testbed, tmp_path: Path) -> None:
     log = Path(testbed.root) / "nginx" / "logs" / "access.log"
     if _access_count(log, "x") < 0:
         pytest.skip("nginx's access log is not readable")

@@ -35,6 +35,7 @@ from tests.support.contrib_cases import (
     Servers,
     check,
 )
+from tests.support.testbed import Testbed
 
 if importlib.util.find_spec("scrapy") is None:
     pytest.skip("scrapy is not installed", allow_module_level=True)
@@ -102,7 +103,7 @@ EXTRA = (
         expect=Expect(200, body=b"only this"),
     ),
 )
-META = {
+META: dict[str, dict[str, Any]] = {
     "maxsize-declared": {"download_maxsize": 100_000},
     "maxsize-streamed": {"download_maxsize": 100_000},
     "warnsize": {"download_warnsize": 1000},
@@ -132,7 +133,7 @@ def child(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def servers(testbed: Any) -> Iterator[Servers]:
+def servers(testbed: Testbed) -> Iterator[Servers]:
     s = Servers(testbed, EXTRA)
     yield s
     s.close()
@@ -232,7 +233,7 @@ def _site(www: Path, pages: int = 200) -> tuple[Path, str]:
 
 
 @pytest.fixture
-def site(testbed: Any) -> Iterator[str]:
+def site(testbed: Testbed) -> Iterator[str]:
     www = Path(testbed.root) / "nginx" / "www"
     if not os.access(www, os.W_OK):
         pytest.skip("cannot write pages into the testbed's nginx root")
@@ -247,7 +248,7 @@ def test_bind_addresses(engine: str, tmp_path: Path) -> None:
     the client's address, with both handlers."""
     with MockServer() as server:
         server.dispatcher = lambda r: MockResponse(200, body=r.path[1:].encode())  # the two run at once
-        cases = [
+        cases: list[dict[str, Any]] = [
             {"id": "setting", "url": server.url("/a"), "method": "GET", "body": None, "headers": [],
              "timeout": 10, "proxy": None, "header_names": []},
             {"id": "meta", "url": server.url("/b"), "method": "GET", "body": None, "headers": [],
@@ -264,7 +265,7 @@ def test_bind_addresses(engine: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_crawl_of_a_200_page_site(engine: str, site: str, testbed: Any, tmp_path: Path) -> None:
+def test_crawl_of_a_200_page_site(engine: str, site: str, testbed: Testbed, tmp_path: Path) -> None:
     out = tmp_path / "crawl.json"
     child("crawl", engine, testbed.url(f"/{site}/0.html"), str(out))
     result = json.loads(out.read_text())
@@ -454,7 +455,7 @@ def test_malformed_connect_replies_and_a_407_from_a_site(
     ``TunnelError``; a 407 from a site reached without a proxy is a response, as the default handler
     returns it."""
     server.enqueue(MockResponse(407, headers=[("Proxy-Authenticate", 'Basic realm="site"')], body=b"who?"))
-    cases = [
+    cases: list[dict[str, Any]] = [
         {
             "id": str(port),
             "url": f"https://127.0.0.1:{port}/",

@@ -95,8 +95,13 @@ def test_as_dns_wraps_callables_and_passes_objects():
 
 
 def test_function_dns_ip_literals_skip_the_function():
-    calls = []
-    dns = as_dns(lambda host: calls.append(host) or ["10.0.0.1"])
+    calls: list[str] = []
+
+    def answer(host: str) -> list[str]:
+        calls.append(host)
+        return ["10.0.0.1"]
+
+    dns = as_dns(answer)
     assert dns.lookup("127.0.0.1") == ["127.0.0.1"]
     assert dns.lookup("[::1]") == ["::1"]
     assert calls == []

@@ -71,7 +71,7 @@ def test_dns_cache_c_loaded():
         assert cache.IMPLEMENTATION == "c"
         assert cache.DnsCache.__module__ == "fastnet.dns._cache_c"
         assert cache.CachingDns.__module__ == "fastnet.dns._cache_c"
-        assert importlib.import_module("fastnet.dns._cache_c").__file__.endswith((".so", ".pyd"))
+        assert (importlib.import_module("fastnet.dns._cache_c").__file__ or "").endswith((".so", ".pyd"))
 
 
 def test_dns_cache_get_put(impl):
@@ -282,6 +282,7 @@ def test_caching_dns_negative_hit_reads_like_the_first_failure(impl):
     assert str(first.value) == str(second.value) == "nx.test: Name or service not known (dns)"
     assert second.value.message == first.value.message and second.value.phase == "dns"
     cause = second.value.__cause__
+    assert first.value.__cause__ is not None
     assert type(cause) is OSError and cause.args == first.value.__cause__.args
     assert cause is not first.value.__cause__ and cause.__traceback__ is None
     assert dns.cache.get_error("nx.test") == "nx.test: Name or service not known"
@@ -439,7 +440,7 @@ def server():
         yield srv
 
 
-def udp(server, timeout=10.0, ipv6=True):
+def udp(server: FaultDnsServer, timeout: float = 10.0, ipv6: bool = True) -> UdpDns:
     return UdpDns(*server.address, timeout=timeout, ipv6=ipv6)
 
 
@@ -725,7 +726,7 @@ def test_async_cache_cancelled_follower_leaves_the_rest(aio, impl):
         with pytest.raises(asyncio.CancelledError):
             await tasks[2]
         upstream.gate.set()
-        assert await asyncio.gather(tasks[0], tasks[1], tasks[3]) == [["127.0.0.1"]] * 3
+        assert list(await asyncio.gather(tasks[0], tasks[1], tasks[3])) == [["127.0.0.1"]] * 3
         assert upstream.calls == 1 and upstream.cancelled == 0
 
     aio.run(main())

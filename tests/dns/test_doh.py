@@ -39,6 +39,7 @@ from tests.support.aioloop import (
     wait_closed,
     wait_for,
 )
+from tests.support.testbed import Testbed
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -726,7 +727,7 @@ def test_async_doh_blocking_close_on_the_loop_closes_its_async_client(aio, serve
 
 @pytest.mark.testbed
 @pytest.mark.parametrize("method", ["GET", "POST"])
-def test_async_doh_dnsdist_parity(aio, testbed, method):
+def test_async_doh_dnsdist_parity(aio, testbed: Testbed, method):
     url = testbed.doh_url.replace("127.0.0.1", "doh.test")
 
     async def main():
@@ -745,7 +746,7 @@ def test_async_doh_dnsdist_parity(aio, testbed, method):
 
 
 @pytest.mark.testbed
-def test_async_doh_untrusted_certificate_is_unknown_host(aio, testbed):
+def test_async_doh_untrusted_certificate_is_unknown_host(aio, testbed: Testbed):
     async def main():
         async with DohDns(testbed.doh_url, timeout=5) as doh:
             with pytest.raises(UnknownHostError, match="DoH request failed"):

@@ -28,6 +28,7 @@ from tests.support.aioloop import (
     wait_for,
 )
 from tests.support.dnsfaults import POISON, FaultDnsServer
+from tests.support.testbed import Testbed
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -43,7 +44,7 @@ def dns_server():
         yield srv
 
 
-def test_udp_dns_basic_order_and_ttl(dns_server):
+def test_udp_dns_basic_order_and_ttl(dns_server: FaultDnsServer):
     dns = UdpDns(*dns_server.address, timeout=3)
     assert dns.lookup_with_ttl("app.test") == (["127.0.0.1", "127.0.0.2"], 5)
     assert dns.lookup("dual.test") == ["127.0.0.1", "::1"]
@@ -51,13 +52,13 @@ def test_udp_dns_basic_order_and_ttl(dns_server):
     assert dns_server.count("app.test", "A") == 1 and dns_server.count("app.test", "AAAA") == 1
 
 
-def test_udp_dns_ipv4_only(dns_server):
+def test_udp_dns_ipv4_only(dns_server: FaultDnsServer):
     dns = UdpDns(*dns_server.address, ipv6=False)
     assert dns.lookup("dual.test") == ["127.0.0.1"]
     assert dns_server.count("dual.test", "AAAA") == 0
 
 
-def test_udp_dns_queries_in_parallel(dns_server):
+def test_udp_dns_queries_in_parallel(dns_server: FaultDnsServer):
     dns_server.fault("app.test", "slow", delay=0.4)
     dns = UdpDns(*dns_server.address, timeout=3)
     started = time.monotonic()
@@ -66,40 +67,40 @@ def test_udp_dns_queries_in_parallel(dns_server):
     assert time.monotonic() - started < 0.75
 
 
-def test_udp_dns_nxdomain(dns_server):
+def test_udp_dns_nxdomain(dns_server: FaultDnsServer):
     with pytest.raises(UnknownHostError, match="nx.test: NXDOMAIN"):
         UdpDns(*dns_server.address).lookup("nx.test")
 
 
-def test_udp_dns_servfail(dns_server):
+def test_udp_dns_servfail(dns_server: FaultDnsServer):
     dns_server.add("servfail.test", "A", "127.0.0.1")
     dns_server.fault("servfail.test", "servfail")
     with pytest.raises(UnknownHostError, match="SERVFAIL"):
         UdpDns(*dns_server.address).lookup("servfail.test")
 
 
-def test_udp_dns_timeout(dns_server):
+def test_udp_dns_timeout(dns_server: FaultDnsServer):
     dns_server.add("slow.test", "A", "127.0.0.1")
     dns_server.fault("slow.test", "slow", delay=2.0)
     with pytest.raises(UnknownHostError, match="timed out after 0.3 s"):
         UdpDns(*dns_server.address, timeout=0.3).lookup("slow.test")
 
 
-def test_udp_dns_truncated_answer_retries_over_tcp(dns_server):
+def test_udp_dns_truncated_answer_retries_over_tcp(dns_server: FaultDnsServer):
     dns_server.add("tc.test", "A", "127.0.0.5")
     dns_server.fault("tc.test", "truncate")
     assert UdpDns(*dns_server.address).lookup("tc.test") == ["127.0.0.5"]
     assert ("tcp", "tc.test", "A") in dns_server.queries
 
 
-def test_udp_dns_truncated_without_tcp_fallback(dns_server):
+def test_udp_dns_truncated_without_tcp_fallback(dns_server: FaultDnsServer):
     dns_server.add("tc.test", "A", "127.0.0.5")
     dns_server.fault("tc.test", "truncate")
     with pytest.raises(UnknownHostError, match="truncated"):
         UdpDns(*dns_server.address, tcp_fallback=False).lookup("tc.test")
 
 
-def test_udp_dns_huge_answer_over_tcp_is_capped(dns_server):
+def test_udp_dns_huge_answer_over_tcp_is_capped(dns_server: FaultDnsServer):
     dns_server.add("huge.test", "A", *[f"10.1.{i // 250}.{i % 250 + 1}" for i in range(1000)])
     dns_server.fault("huge.test", "truncate")
     addresses = UdpDns(*dns_server.address, ipv6=False).lookup("huge.test")
@@ -107,7 +108,7 @@ def test_udp_dns_huge_answer_over_tcp_is_capped(dns_server):
     assert addresses[0] == "10.1.0.1"
 
 
-def test_udp_dns_ignores_wrong_id(dns_server):
+def test_udp_dns_ignores_wrong_id(dns_server: FaultDnsServer):
     dns_server.add("spoof.test", "A", "127.0.0.1")
     dns_server.fault("spoof.test", "bad_id")
     dns = CachingDns(UdpDns(*dns_server.address, ipv6=False))
@@ -115,13 +116,13 @@ def test_udp_dns_ignores_wrong_id(dns_server):
     assert POISON not in dns.lookup("spoof.test")
 
 
-def test_udp_dns_ignores_wrong_question(dns_server):
+def test_udp_dns_ignores_wrong_question(dns_server: FaultDnsServer):
     dns_server.add("spoof.test", "A", "127.0.0.1")
     dns_server.fault("spoof.test", "bad_question")
     assert UdpDns(*dns_server.address, ipv6=False).lookup("spoof.test") == ["127.0.0.1"]
 
 
-def test_udp_dns_only_spoofed_answers_time_out_and_cache_nothing(dns_server):
+def test_udp_dns_only_spoofed_answers_time_out_and_cache_nothing(dns_server: FaultDnsServer):
     dns_server.add("spoof.test", "A", "127.0.0.1")
     dns_server.fault("spoof.test", "bad_id", then_answer=False)
     dns = CachingDns(UdpDns(*dns_server.address, timeout=0.3, ipv6=False), negative_ttl=0)
@@ -130,7 +131,7 @@ def test_udp_dns_only_spoofed_answers_time_out_and_cache_nothing(dns_server):
     assert dns.cache.get("spoof.test") is None and dns.cache.get_stale("spoof.test") is None
 
 
-def test_udp_dns_malformed_packets_are_ignored(dns_server):
+def test_udp_dns_malformed_packets_are_ignored(dns_server: FaultDnsServer):
     dns_server.add("junk.test", "A", "127.0.0.1")
     dns_server.fault("junk.test", "garbage", then_answer=True)
     assert UdpDns(*dns_server.address, ipv6=False).lookup("junk.test") == ["127.0.0.1"]
@@ -139,20 +140,20 @@ def test_udp_dns_malformed_packets_are_ignored(dns_server):
         UdpDns(*dns_server.address, timeout=0.3, ipv6=False).lookup("junk.test")
 
 
-def test_udp_dns_cut_off_packet(dns_server):
+def test_udp_dns_cut_off_packet(dns_server: FaultDnsServer):
     dns_server.add("short.test", "A", "127.0.0.1", "127.0.0.2")
     dns_server.fault("short.test", "short")
     with pytest.raises(UnknownHostError, match="malformed"):
         UdpDns(*dns_server.address, timeout=0.3, ipv6=False).lookup("short.test")
 
 
-def test_udp_dns_follows_cname_in_answer(dns_server):
+def test_udp_dns_follows_cname_in_answer(dns_server: FaultDnsServer):
     dns_server.add("alias.test", "CNAME", "app.test")
     assert UdpDns(*dns_server.address, ipv6=False).lookup("alias.test") == ["127.0.0.1", "127.0.0.2"]
     assert dns_server.count("app.test") == 0
 
 
-def test_udp_dns_follows_cname_with_a_second_query(dns_server):
+def test_udp_dns_follows_cname_with_a_second_query(dns_server: FaultDnsServer):
     dns_server.add("ext.test", "CNAME", "elsewhere.test")
     dns_server.add("elsewhere.test", "A", "127.0.0.9")
     dns_server.fault("ext.test", "cname_only")
@@ -160,7 +161,7 @@ def test_udp_dns_follows_cname_with_a_second_query(dns_server):
     assert dns_server.count("elsewhere.test", "A") == 1
 
 
-def test_udp_dns_cname_loop(dns_server):
+def test_udp_dns_cname_loop(dns_server: FaultDnsServer):
     dns_server.add("loop.test", "CNAME", "loop2.test")
     dns_server.add("loop2.test", "CNAME", "loop.test")
     with pytest.raises(UnknownHostError, match="CNAME loop"):
@@ -183,7 +184,7 @@ def test_udp_dns_bad_arguments():
         UdpDns("127.0.0.1", timeout=0)
 
 
-def test_udp_dns_ip_literal_and_bad_name(dns_server):
+def test_udp_dns_ip_literal_and_bad_name(dns_server: FaultDnsServer):
     dns = UdpDns(*dns_server.address)
     assert dns.lookup("127.0.0.3") == ["127.0.0.3"]
     with pytest.raises(ValueError):
@@ -252,14 +253,14 @@ class TcpScriptServer:
                 self.tcp.close()
         if mode != "closed":
             self.tcp.listen(16)
-        self.address = ("127.0.0.1", self.port)
+        self.address: tuple[str, int] = ("127.0.0.1", self.port)
         self.tcp_queries = 0
         self.held = []
         self._stop = threading.Event()
         serve = (self._serve_udp,) if mode == "closed" else (self._serve_udp, self._serve_tcp)
         self._threads = [threading.Thread(target=f, daemon=True) for f in serve]
 
-    def __enter__(self):
+    def __enter__(self) -> TcpScriptServer:
         for t in self._threads:
             t.start()
         return self
@@ -334,7 +335,7 @@ def _recv_exact(conn, n):
     return buf
 
 
-def test_async_udp_basic_order_and_ttl(aio, dns_server):
+def test_async_udp_basic_order_and_ttl(aio, dns_server: FaultDnsServer):
     resolver = UdpDns(*dns_server.address, timeout=3)
 
     async def main():
@@ -347,7 +348,7 @@ def test_async_udp_basic_order_and_ttl(aio, dns_server):
     assert dns_server.count("app.test", "A") == 2 and dns_server.count("app.test", "AAAA") == 2
 
 
-def test_async_udp_ipv4_only(aio, dns_server):
+def test_async_udp_ipv4_only(aio, dns_server: FaultDnsServer):
     resolver = UdpDns(*dns_server.address, ipv6=False)
 
     async def main():
@@ -357,7 +358,7 @@ def test_async_udp_ipv4_only(aio, dns_server):
     assert dns_server.count("dual.test", "AAAA") == 0
 
 
-def test_async_udp_queries_in_parallel(aio, dns_server):
+def test_async_udp_queries_in_parallel(aio, dns_server: FaultDnsServer):
     dns_server.fault("app.test", "slow", delay=1.0)
     resolver = UdpDns(*dns_server.address, timeout=10)
 
@@ -374,7 +375,7 @@ def test_async_udp_queries_in_parallel(aio, dns_server):
 @pytest.mark.parametrize(
     ("fault", "reason"), [(None, "nx.test: NXDOMAIN"), ("servfail", "SERVFAIL"), ("refused", "REFUSED")]
 )
-def test_async_udp_error_rcodes(aio, dns_server, fault, reason):
+def test_async_udp_error_rcodes(aio, dns_server: FaultDnsServer, fault, reason):
     name = "nx.test"
     if fault is not None:
         name = f"{fault}.test"
@@ -389,7 +390,7 @@ def test_async_udp_error_rcodes(aio, dns_server, fault, reason):
     aio.run(main())
 
 
-def test_async_udp_timeout(aio, dns_server):
+def test_async_udp_timeout(aio, dns_server: FaultDnsServer):
     dns_server.add("slow.test", "A", "127.0.0.1")
     dns_server.fault("slow.test", "drop")
     resolver = UdpDns(*dns_server.address, timeout=0.3)
@@ -403,7 +404,7 @@ def test_async_udp_timeout(aio, dns_server):
     aio.run(main())
 
 
-def test_async_udp_truncated_answer_retries_over_tcp(aio, dns_server):
+def test_async_udp_truncated_answer_retries_over_tcp(aio, dns_server: FaultDnsServer):
     dns_server.add("tc.test", "A", "127.0.0.5")
     dns_server.fault("tc.test", "truncate")
     resolver = UdpDns(*dns_server.address)
@@ -418,7 +419,7 @@ def test_async_udp_truncated_answer_retries_over_tcp(aio, dns_server):
     aio.run(main())
 
 
-def test_async_udp_truncated_without_tcp_fallback(aio, dns_server):
+def test_async_udp_truncated_without_tcp_fallback(aio, dns_server: FaultDnsServer):
     dns_server.add("tc.test", "A", "127.0.0.5")
     dns_server.fault("tc.test", "truncate")
     resolver = UdpDns(*dns_server.address, tcp_fallback=False)
@@ -431,7 +432,7 @@ def test_async_udp_truncated_without_tcp_fallback(aio, dns_server):
     assert not any(q[0] == "tcp" for q in dns_server.queries)
 
 
-def test_async_udp_huge_answer_over_tcp_is_capped(aio, dns_server):
+def test_async_udp_huge_answer_over_tcp_is_capped(aio, dns_server: FaultDnsServer):
     dns_server.add("huge.test", "A", *[f"10.1.{i // 250}.{i % 250 + 1}" for i in range(1000)])
     dns_server.fault("huge.test", "truncate")
     resolver = UdpDns(*dns_server.address, ipv6=False)
@@ -443,7 +444,7 @@ def test_async_udp_huge_answer_over_tcp_is_capped(aio, dns_server):
     aio.run(main())
 
 
-def test_async_udp_ignores_spoofed_answers(aio, dns_server):
+def test_async_udp_ignores_spoofed_answers(aio, dns_server: FaultDnsServer):
     dns_server.add("spoof.test", "A", "127.0.0.1")
     dns_server.add("spoof2.test", "A", "127.0.0.1")
     dns_server.fault("spoof.test", "bad_id")
@@ -457,7 +458,7 @@ def test_async_udp_ignores_spoofed_answers(aio, dns_server):
     aio.run(main())
 
 
-def test_async_udp_only_spoofed_answers_time_out(aio, dns_server):
+def test_async_udp_only_spoofed_answers_time_out(aio, dns_server: FaultDnsServer):
     dns_server.add("spoof.test", "A", "127.0.0.1")
     dns_server.fault("spoof.test", "bad_id", then_answer=False)
     resolver = UdpDns(*dns_server.address, timeout=0.3, ipv6=False)
@@ -471,7 +472,7 @@ def test_async_udp_only_spoofed_answers_time_out(aio, dns_server):
     aio.run(main())
 
 
-def test_async_udp_malformed_and_cut_off_packets(aio, dns_server):
+def test_async_udp_malformed_and_cut_off_packets(aio, dns_server: FaultDnsServer):
     dns_server.add("junk.test", "A", "127.0.0.1")
     dns_server.add("short.test", "A", "127.0.0.1", "127.0.0.2")
     dns_server.fault("short.test", "short")
@@ -489,7 +490,7 @@ def test_async_udp_malformed_and_cut_off_packets(aio, dns_server):
     aio.run(main())
 
 
-def test_async_udp_cname_chains(aio, dns_server):
+def test_async_udp_cname_chains(aio, dns_server: FaultDnsServer):
     dns_server.add("alias.test", "CNAME", "app.test")
     dns_server.add("ext.test", "CNAME", "elsewhere.test")
     dns_server.add("elsewhere.test", "A", "127.0.0.9")
@@ -522,7 +523,7 @@ def test_async_udp_no_server_listening(aio, ipv6):
     aio.run(main())
 
 
-def test_async_udp_ip_literal_and_bad_name(aio, dns_server):
+def test_async_udp_ip_literal_and_bad_name(aio, dns_server: FaultDnsServer):
     resolver = UdpDns(*dns_server.address)
 
     async def main():
@@ -617,7 +618,7 @@ def test_async_udp_tcp_flood_is_not_read_past_one_message(aio):
         aio.run(main())
 
 
-def test_async_udp_cancel_while_waiting_for_udp(aio, dns_server):
+def test_async_udp_cancel_while_waiting_for_udp(aio, dns_server: FaultDnsServer):
     dns_server.add("slow.test", "A", "127.0.0.1")
     dns_server.fault("slow.test", "drop")
     resolver = UdpDns(*dns_server.address, timeout=30)
@@ -651,7 +652,7 @@ def test_async_udp_cancel_during_tcp_fallback(aio):
         aio.run(main())
 
 
-def test_async_udp_cancel_at_once(aio, dns_server):
+def test_async_udp_cancel_at_once(aio, dns_server: FaultDnsServer):
     """Cancelled before it ever ran, and right after it started: nothing open either way."""
     resolver = UdpDns(*dns_server.address, timeout=30)
 
@@ -670,7 +671,7 @@ def test_async_udp_cancel_at_once(aio, dns_server):
     aio.run(main())
 
 
-def test_async_udp_wait_for_timeout_closes_everything(aio, dns_server):
+def test_async_udp_wait_for_timeout_closes_everything(aio, dns_server: FaultDnsServer):
     dns_server.add("slow.test", "A", "127.0.0.1")
     dns_server.fault("slow.test", "drop")
     resolver = UdpDns(*dns_server.address, timeout=30)
@@ -683,7 +684,7 @@ def test_async_udp_wait_for_timeout_closes_everything(aio, dns_server):
     aio.run(main())
 
 
-def test_async_udp_many_lookups_at_once(aio, dns_server):
+def test_async_udp_many_lookups_at_once(aio, dns_server: FaultDnsServer):
     resolver = UdpDns(*dns_server.address, timeout=5)
 
     async def main():
@@ -695,7 +696,7 @@ def test_async_udp_many_lookups_at_once(aio, dns_server):
     assert dns_server.count("app.test", "A") == 50  # no cache here: every lookup asks
 
 
-def test_async_udp_loop_keeps_running_while_waiting(aio, dns_server):
+def test_async_udp_loop_keeps_running_while_waiting(aio, dns_server: FaultDnsServer):
     dns_server.fault("app.test", "slow", delay=0.5)
     resolver = UdpDns(*dns_server.address, timeout=5)
 
@@ -712,7 +713,7 @@ def test_async_udp_loop_keeps_running_while_waiting(aio, dns_server):
 
 
 @pytest.mark.testbed
-def test_async_udp_unbound_parity(aio, testbed):
+def test_async_udp_unbound_parity(aio, testbed: Testbed):
     resolver = UdpDns(*testbed.unbound, timeout=3)
     over_v6 = UdpDns("::1", testbed.unbound[1], timeout=3)
 
@@ -732,7 +733,7 @@ def test_async_udp_unbound_parity(aio, testbed):
 
 
 @pytest.mark.testbed
-def test_async_udp_unbound_nothing_listening(aio, testbed):
+def test_async_udp_unbound_nothing_listening(aio, testbed: Testbed):
     resolver = UdpDns(*testbed.refused, timeout=1)
 
     async def main():
@@ -743,7 +744,7 @@ def test_async_udp_unbound_nothing_listening(aio, testbed):
     aio.run(main())
 
 
-def test_async_udp_blocking_and_asyncio_lookups_from_threads(aio, dns_server):
+def test_async_udp_blocking_and_asyncio_lookups_from_threads(aio, dns_server: FaultDnsServer):
     """A blocking lookup in a thread and asyncio lookups on the loop, at the same time."""
     resolver = UdpDns(*dns_server.address, timeout=5)
     results = []

@@ -32,7 +32,7 @@ AAAA = dns.rdatatype.AAAA
 
 
 def response(
-    query: dns.message.Message, *rrsets: tuple, rcode: int = dns.rcode.NOERROR
+    query: dns.message.Message, *rrsets: tuple, rcode: dns.rcode.Rcode = dns.rcode.NOERROR
 ) -> dns.message.Message:
     """The response to ``query`` with these ``(name, ttl, type, values)`` answers, through its wire bytes."""
     made = dns.message.make_response(query)
@@ -106,7 +106,7 @@ def test_wire_a_chain_longer_than_the_limit_is_refused() -> None:
 
 
 @pytest.mark.parametrize("rcode", [dns.rcode.NXDOMAIN, dns.rcode.SERVFAIL, dns.rcode.REFUSED])
-def test_wire_an_error_rcode_is_the_reason(rcode: int) -> None:
+def test_wire_an_error_rcode_is_the_reason(rcode: dns.rcode.Rcode) -> None:
     query = make_query("app.test", "A")
     answer = response(query, rcode=rcode)
     assert rcode_reason(answer) == dns.rcode.to_text(rcode)

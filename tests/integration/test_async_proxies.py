@@ -30,6 +30,7 @@ from tests.support.async_support import (
     serve,
 )
 from tests.support.fakes import FakeDns, RecordingListener
+from tests.support.testbed import Testbed
 
 PROXY_CREDS = "Basic " + base64.b64encode(b"puser:ppass").decode()
 
@@ -39,7 +40,7 @@ PROXY_CREDS = "Basic " + base64.b64encode(b"puser:ppass").decode()
 
 @pytest.mark.testbed
 @pytest.mark.parametrize("remote_dns", [True, False])
-def test_async_proxies_socks5_through_dante(run: Any, testbed: Any, remote_dns: bool) -> None:
+def test_async_proxies_socks5_through_dante(run: Any, testbed: Testbed, remote_dns: bool) -> None:
     async def main() -> None:
         dns = FakeDns({"origin.test": ["127.0.0.2"]})
         proxy = Proxy.socks(*testbed.socks5, remote_dns=remote_dns)
@@ -59,7 +60,7 @@ def test_async_proxies_socks5_through_dante(run: Any, testbed: Any, remote_dns: 
 
 
 @pytest.mark.testbed
-def test_async_proxies_socks5_with_auth_and_tls_origin(run: Any, testbed: Any) -> None:
+def test_async_proxies_socks5_with_auth_and_tls_origin(run: Any, testbed: Testbed) -> None:
     async def main() -> None:
         proxy = Proxy.socks(
             *testbed.socks5_auth, username=testbed.socks_user, password=testbed.socks_password
@@ -89,7 +90,7 @@ def test_async_proxies_socks5_with_auth_and_tls_origin(run: Any, testbed: Any) -
 
 
 @pytest.mark.testbed
-def test_async_proxies_socks_proxy_given_by_name(run: Any, testbed: Any) -> None:
+def test_async_proxies_socks_proxy_given_by_name(run: Any, testbed: Testbed) -> None:
     async def main() -> None:
         dns = FakeDns({"socks.test": ["127.0.0.1"]})
         proxy = Proxy.socks("socks.test", testbed.socks5[1])
@@ -109,7 +110,7 @@ def test_async_proxies_socks_proxy_given_by_name(run: Any, testbed: Any) -> None
 
 
 @pytest.mark.testbed
-def test_async_proxies_socks4_through_dante(run: Any, testbed: Any) -> None:
+def test_async_proxies_socks4_through_dante(run: Any, testbed: Testbed) -> None:
     async def main() -> None:
         connector = make_connector(proxy=Proxy.socks(*testbed.socks5, version=4))
         user = User(connector.pool)
@@ -189,7 +190,7 @@ def test_async_proxies_socks5_bytes_past_the_reply_go_to_the_parser(run: Any) ->
 
 
 @pytest.mark.testbed
-def test_async_proxies_connect_through_squid_with_credentials(run: Any, testbed: Any) -> None:
+def test_async_proxies_connect_through_squid_with_credentials(run: Any, testbed: Testbed) -> None:
     async def main() -> None:
         proxy = Proxy.http(*testbed.squid, testbed.squid_user, testbed.squid_password)
         events = RecordingListener()
@@ -229,7 +230,7 @@ def test_async_proxies_connect_through_squid_with_credentials(run: Any, testbed:
 
 
 @pytest.mark.testbed
-def test_async_proxies_squid_407_then_the_authenticator(run: Any, testbed: Any) -> None:
+def test_async_proxies_squid_407_then_the_authenticator(run: Any, testbed: Testbed) -> None:
     basic = fastnet.BasicAuthenticator(testbed.squid_user, testbed.squid_password)
     asked: list[str] = []
 
@@ -259,7 +260,7 @@ def test_async_proxies_squid_407_then_the_authenticator(run: Any, testbed: Any) 
 
 
 @pytest.mark.testbed
-def test_async_proxies_https_proxy_tls_inside_tls(run: Any, testbed: Any) -> None:
+def test_async_proxies_https_proxy_tls_inside_tls(run: Any, testbed: Testbed) -> None:
     async def main() -> None:
         relay = Relay(testbed.squid_open, testbed.cert_path, testbed.key_path)
         address = await relay.start()

@@ -24,7 +24,7 @@ import zstandard
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
-from tests.support.clients import make_client, make_fast_client
+from tests.support.clients import ca_path, make_client, make_fast_client
 
 pytestmark = pytest.mark.both_clients
 
@@ -360,12 +360,12 @@ def test_ssl_cert_dir_is_honoured_with_trust_env(
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     subject_hash = subprocess.run(
-        [openssl, "x509", "-hash", "-noout", "-in", tls_server.ca_path],
+        [openssl, "x509", "-hash", "-noout", "-in", ca_path(tls_server)],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
-    shutil.copy(tls_server.ca_path, tmp_path / f"{subject_hash}.0")  # a c_rehash-style directory
+    shutil.copy(ca_path(tls_server), tmp_path / f"{subject_hash}.0")  # a c_rehash-style directory
     monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
     tls_server.enqueue(MockResponse(200, body=b"from the directory"))
     with make_fast_client(trust_env=True) as client:
@@ -380,6 +380,7 @@ def _require_client_certs(server: MockServer) -> None:
 
 
 def _client_cert(server: MockServer, tmp_path: Any, password: bytes | None = None) -> tuple[str, str]:
+    assert server.ca is not None
     leaf = server.ca.issue_cert("client@example.test")
     certfile, keyfile = str(tmp_path / "client.pem"), str(tmp_path / "client.key")
     with open(certfile, "wb") as f:

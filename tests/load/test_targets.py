@@ -25,6 +25,7 @@ from fastnet.load._targets import (
 from fastnet.proxy import Proxy
 from fastnet.testing import MockResponse, MockServer
 from fastnet.url import URL
+from tests.support.clients import ca_path
 from tests.support.fakes import FakeDns
 
 # -- --resolve and the resolver -------------------------------------------------------------------------
@@ -197,7 +198,7 @@ def test_targets_preparer_opens_tls_connections_with_fastnets_code(tls_server: M
         done.set()
 
     preparer = Preparer(
-        groups, proxy=None, verify=tls_server.ca_path, dns=FakeDns(), timeout=5.0, threads=2, deliver=deliver
+        groups, proxy=None, verify=ca_path(tls_server), dns=FakeDns(), timeout=5.0, threads=2, deliver=deliver
     )
     try:
         preparer.submit(7, 0)

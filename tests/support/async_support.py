@@ -248,7 +248,7 @@ class Served:
     """A loopback server on the test's loop, running ``handler(reader, writer)`` per connection, whose
     handlers are awaited on ``close()`` (so no task outlives the test)."""
 
-    def __init__(self, server: asyncio.AbstractServer, handlers: list[asyncio.Task[None]]) -> None:
+    def __init__(self, server: asyncio.Server, handlers: list[asyncio.Task[None]]) -> None:
         self.server = server
         self.handlers = handlers
         sockname = server.sockets[0].getsockname()

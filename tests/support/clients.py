@@ -19,10 +19,14 @@ from typing import Any
 import pytest
 
 import fastnet
+from fastnet.route import Route
+from fastnet.testing import MockServer
 
 __all__ = [
     "CLIENT_KINDS",
     "assert_pool_clean",
+    "ca_path",
+    "route_of",
     "blocking_only",
     "client_kind_now",
     "make_client",
@@ -75,3 +79,17 @@ def assert_pool_clean(client: fastnet.Client) -> None:
     """No connection of ``client``'s pool is in use: every call gave its connection back or closed it."""
     pool = client.connection_pool
     assert pool.connection_count() == pool.idle_connection_count()
+
+
+def ca_path(server: MockServer) -> str:
+    """The PEM file of the CA a ``MockServer(tls=True)`` was issued by (a plain server has none)."""
+    path = server.ca_path
+    assert path is not None, "a MockServer without TLS has no CA"
+    return path
+
+
+def route_of(carrier: Any) -> Route:
+    """The route of a response or a connection: always there for one that went over the network."""
+    route: Route | None = carrier.route
+    assert route is not None, f"{carrier!r} has no route"
+    return route

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.testbed import Testbed
 
 #: Error kinds a case may expect.
 KINDS = (
@@ -239,7 +240,7 @@ BY_ID = {case.id: case for case in CASES}
 class Servers:
     """The servers the table runs against: two MockServers answering by path, and the testbed."""
 
-    def __init__(self, testbed: Any, extra: tuple[Case, ...] = ()) -> None:
+    def __init__(self, testbed: Testbed, extra: tuple[Case, ...] = ()) -> None:
         self.testbed = testbed
         self.mock = MockServer()
         self.mock_tls = MockServer(tls=True)

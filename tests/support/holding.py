@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from fastnet.testing import MockResponse, MockServer, RecordedRequest
 
@@ -54,7 +54,7 @@ class HoldingServer:
                 gate.set()
         return gate
 
-    def _answerer(self, host: str) -> object:
+    def _answerer(self, host: str) -> Callable[[RecordedRequest], MockResponse]:
         def answer(request: RecordedRequest) -> MockResponse:
             path = request.path
             with self._cond:

@@ -109,7 +109,7 @@ def keep_alive_difference_applies(data: bytes) -> bool:
 HAND_WRITTEN: list[Case] = []
 
 
-def _add(name: str, data: bytes, expect: str = "ok", **kw: object) -> None:
+def _add(name: str, data: bytes, expect: str | None = "ok", **kw: object) -> None:
     HAND_WRITTEN.append(Case(name, data, expect, **kw))  # type: ignore[arg-type]
 
 

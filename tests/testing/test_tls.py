@@ -40,9 +40,7 @@ def tls_listener(ca: Any) -> Iterator[tuple[int, list[str]]]:
             raw.settimeout(10)
             try:
                 with context.wrap_socket(raw, server_side=True) as tls:
-                    tls.sendall(
-                        tls.selected_alpn_protocol().encode() if tls.selected_alpn_protocol() else b"-"
-                    )
+                    tls.sendall((tls.selected_alpn_protocol() or "-").encode())
             except (OSError, ssl.SSLError) as exc:
                 errors.append(type(exc).__name__)
 

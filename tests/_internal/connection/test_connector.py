@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import ssl
 import types
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -28,7 +29,7 @@ from tests.support.twins import Twins
 class HookedDns(FakeDns):
     """A FakeDns with the optional hooks the connector reports to (they feed an IP blacklist)."""
 
-    def __init__(self, answers: dict[str, list[str]] | None = None) -> None:
+    def __init__(self, answers: dict[str, Iterable[str]] | None = None) -> None:
         super().__init__(answers)
         self.failed: list[tuple[str, str, BaseException]] = []
         self.succeeded: list[tuple[str, str]] = []

@@ -38,7 +38,7 @@ def dns() -> FakeDns:
 
 def selections(selector: Any) -> list[list[str]]:
     """Every selection, each as a list of socket addresses 'ip:port'."""
-    out = []
+    out: list[list[str]] = []
     for _ in range(100):
         if not selector.has_next():
             return out

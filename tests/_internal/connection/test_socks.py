@@ -13,6 +13,7 @@ import pytest
 
 from fastnet._internal.connection.socks import SOCKS5_REPLIES, socks4a_connect, socks5_connect
 from fastnet.exceptions import ConnectTimeout, ProxyError
+from tests.support.testbed import Testbed
 
 GREETING = b"origin says hello\n"
 
@@ -115,7 +116,7 @@ def connect(address: tuple[str, int]) -> socket.socket:
 
 
 @pytest.mark.testbed
-def test_socks_dante_no_auth(testbed: Any, origin: Any) -> None:
+def test_socks_dante_no_auth(testbed: Testbed, origin: Any) -> None:
     target = origin()
     with connect(testbed.socks5) as sock:
         socks5_connect(sock, target[0], target[1])
@@ -123,7 +124,7 @@ def test_socks_dante_no_auth(testbed: Any, origin: Any) -> None:
 
 
 @pytest.mark.testbed
-def test_socks_dante_domain_name_is_resolved_by_the_proxy(testbed: Any, origin: Any) -> None:
+def test_socks_dante_domain_name_is_resolved_by_the_proxy(testbed: Testbed, origin: Any) -> None:
     target = origin()
     with connect(testbed.socks5) as sock:
         socks5_connect(sock, "localhost", target[1])
@@ -131,7 +132,7 @@ def test_socks_dante_domain_name_is_resolved_by_the_proxy(testbed: Any, origin: 
 
 
 @pytest.mark.testbed
-def test_socks_dante_auth_ok(testbed: Any, origin: Any) -> None:
+def test_socks_dante_auth_ok(testbed: Testbed, origin: Any) -> None:
     target = origin()
     with connect(testbed.socks5_auth) as sock:
         socks5_connect(
@@ -141,7 +142,7 @@ def test_socks_dante_auth_ok(testbed: Any, origin: Any) -> None:
 
 
 @pytest.mark.testbed
-def test_socks_dante_auth_missing(testbed: Any, origin: Any) -> None:
+def test_socks_dante_auth_missing(testbed: Testbed, origin: Any) -> None:
     target = origin()
     with connect(testbed.socks5_auth) as sock:
         with pytest.raises(ProxyError, match="proxy requires authentication that was not given") as info:
@@ -150,7 +151,7 @@ def test_socks_dante_auth_missing(testbed: Any, origin: Any) -> None:
 
 
 @pytest.mark.testbed
-def test_socks_dante_bad_password(testbed: Any, origin: Any) -> None:
+def test_socks_dante_bad_password(testbed: Testbed, origin: Any) -> None:
     target = origin()
     with connect(testbed.socks5_auth) as sock:
         with pytest.raises(ProxyError, match="proxy rejected the username/password") as info:
@@ -159,7 +160,7 @@ def test_socks_dante_bad_password(testbed: Any, origin: Any) -> None:
 
 
 @pytest.mark.testbed
-def test_socks_dante_refused_port(testbed: Any) -> None:
+def test_socks_dante_refused_port(testbed: Testbed) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         closed = s.getsockname()
@@ -172,7 +173,7 @@ def test_socks_dante_refused_port(testbed: Any) -> None:
 
 @pytest.mark.testbed
 @pytest.mark.skipif(not has_ipv6(), reason="no IPv6 loopback")
-def test_socks_dante_ipv6_target(testbed: Any, origin: Any) -> None:
+def test_socks_dante_ipv6_target(testbed: Testbed, origin: Any) -> None:
     target = origin("::1")
     with connect(testbed.socks5) as sock:
         socks5_connect(sock, "::1", target[1])
@@ -180,7 +181,7 @@ def test_socks_dante_ipv6_target(testbed: Any, origin: Any) -> None:
 
 
 @pytest.mark.testbed
-def test_socks_dante_to_nginx_whoami(testbed: Any) -> None:
+def test_socks_dante_to_nginx_whoami(testbed: Testbed) -> None:
     with connect(testbed.socks5) as sock:
         socks5_connect(sock, "127.0.0.2", testbed.http_port)
         sock.sendall(b"GET /whoami HTTP/1.1\r\nHost: 127.0.0.2\r\nConnection: close\r\n\r\n")

@@ -61,6 +61,7 @@ def test_call_server_writes_the_request_a_network_interceptor_hands_it(server: M
 
     with make_fast_client(network_interceptors=[rewrite]) as client:
         response = client.post(server.url("/p"), body=b"original")
+        assert response.request is not None
         assert response.content == b"ok" and response.request.method == "POST"
     recorded = server.take_request()
     assert (recorded.method, recorded.body, recorded.header("x-rewritten")) == ("PUT", b"changed", "1")

@@ -11,7 +11,7 @@ import pytest
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
-from tests.support.clients import assert_pool_clean, make_client, make_fast_client
+from tests.support.clients import assert_pool_clean, make_client, make_fast_client, route_of
 from tests.support.fakes import FakeDns
 
 pytestmark = pytest.mark.both_clients
@@ -32,7 +32,7 @@ def test_connect_network_interceptors_run_on_the_connection_it_found(server: Moc
     def network(chain: fastnet.Chain) -> fastnet.Response:
         connection = chain.connection
         assert connection is not None
-        seen.append((connection.route.socket_address[0], connection.route.socket_address[1]))
+        seen.append((route_of(connection).socket_address[0], route_of(connection).socket_address[1]))
         return chain.proceed(chain.request)
 
     with make_fast_client(network_interceptors=[network]) as client:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import pytest
@@ -35,6 +35,7 @@ from fastnet.route import Route
 from fastnet.testing import MockResponse, MockServer
 from fastnet.url import URL
 from tests.support.async_support import (
+    Served,
     User,
     client_sockets,
     drain_until_eof,
@@ -45,7 +46,9 @@ from tests.support.async_support import (
     make_connector,
     serve,
 )
+from tests.support.clients import route_of
 from tests.support.fakes import FakeDns, RecordingListener
+from tests.support.testbed import Testbed
 
 
 def has_ipv6() -> bool:
@@ -63,7 +66,7 @@ needs_ipv6 = pytest.mark.skipif(not has_ipv6(), reason="no IPv6 loopback")
 class Dns(FakeDns):
     """FakeDns with the Dns hooks the connector reports to."""
 
-    def __init__(self, answers: dict[str, list[str]] | None = None) -> None:
+    def __init__(self, answers: dict[str, Iterable[str]] | None = None) -> None:
         super().__init__(answers)
         self.failed: list[tuple[str, str, str]] = []
         self.connects: list[tuple[str, str]] = []
@@ -97,7 +100,7 @@ def test_async_finder_direct_connect_request_and_reuse(run: Any, server: MockSer
         assert isinstance(conn, AsyncRealConnection) and user.connection is conn
         assert isinstance(user.finder, AsyncExchangeFinder)
         assert conn.remote_address == ("127.0.0.1", server.port)
-        assert conn.route.socket_address == ("127.0.0.1", server.port)
+        assert route_of(conn).socket_address == ("127.0.0.1", server.port)
         assert conn.connect_time > 0 and conn.dns_time >= 0 and conn.tls_time == 0
         assert not conn.is_tls and not conn.http_proxy and conn.pool is connector.pool
         assert connector.pool.connection_count() == 1
@@ -226,7 +229,7 @@ def test_async_finder_call_canceled_as_it_connected(run: Any, server: MockServer
     async def main() -> None:
         user: User
 
-        class CancelAtEnd(RecordingListener):  # type: ignore[misc, valid-type]
+        class CancelAtEnd(RecordingListener):  # type: ignore[misc]
             def connect_end(self, call: Any, route: Any) -> None:
                 super().connect_end(call, route)
                 user.canceled = True  # the call was canceled just as its connection was made
@@ -333,7 +336,7 @@ def test_async_finder_refused_is_the_blocking_finders_error(run: Any) -> None:
         # every route refused: one summary naming them all
         dns = FakeDns({"many.test": ["127.0.0.4", "127.0.0.6", "127.0.0.7"]})
         error, sync = await both_errors(f"http://many.test:{port}/", dns=dns)
-        assert str(error) == str(sync)
+        assert str(error) == str(sync) and isinstance(error, ConnectError)
         assert str(error).startswith(f"Failed to connect to many.test:{port}: all 3 routes failed [tried ")
         assert [r.socket_address[0] for r, _ in error.attempts] == ["127.0.0.4", "127.0.0.6", "127.0.0.7"]
 
@@ -470,7 +473,7 @@ def test_async_finder_tls_origin(run: Any, tls_server: MockServer) -> None:
 # --------------------------------------------------------------------------------------- timeouts
 
 
-def test_async_finder_connect_timeout(run: Any, testbed: Any) -> None:
+def test_async_finder_connect_timeout(run: Any, testbed: Testbed) -> None:
     if not testbed.blackhole_available:
         pytest.skip("nft blackhole not available")
     url = f"http://{testbed.blackhole_host}:{testbed.http_port}/"
@@ -490,7 +493,7 @@ def test_async_finder_connect_timeout(run: Any, testbed: Any) -> None:
 # --------------------------------------------------------------------------------------- Happy Eyeballs
 
 
-class Timed(RecordingListener):  # type: ignore[misc, valid-type]
+class Timed(RecordingListener):  # type: ignore[misc]
     """Records when each connect attempt started."""
 
     def __init__(self) -> None:
@@ -502,13 +505,13 @@ class Timed(RecordingListener):  # type: ignore[misc, valid-type]
         self.started.append((time.monotonic(), route.socket_address[0]))
 
 
-def blackhole_of(testbed: Any) -> str:
+def blackhole_of(testbed: Testbed) -> str:
     if not testbed.blackhole_available:
         pytest.skip("nft blackhole not available")
     return str(testbed.blackhole_host)
 
 
-def test_async_finder_happy_eyeballs_overtakes_a_blackhole(run: Any, testbed: Any) -> None:
+def test_async_finder_happy_eyeballs_overtakes_a_blackhole(run: Any, testbed: Testbed) -> None:
     hole = blackhole_of(testbed)
     port = testbed.http_port
 
@@ -538,7 +541,7 @@ def test_async_finder_happy_eyeballs_overtakes_a_blackhole(run: Any, testbed: An
     run(main)
 
 
-def test_async_finder_sequential_without_happy_eyeballs(run: Any, testbed: Any) -> None:
+def test_async_finder_sequential_without_happy_eyeballs(run: Any, testbed: Testbed) -> None:
     hole = blackhole_of(testbed)
     port = testbed.http_port
 
@@ -560,7 +563,7 @@ def test_async_finder_sequential_without_happy_eyeballs(run: Any, testbed: Any) 
     run(main)
 
 
-def test_async_finder_every_route_times_out(run: Any, testbed: Any) -> None:
+def test_async_finder_every_route_times_out(run: Any, testbed: Testbed) -> None:
     hole = blackhole_of(testbed)
 
     async def main() -> None:
@@ -657,7 +660,7 @@ async def cancel_when(
 
 async def silent_after(
     first: Callable[[asyncio.StreamReader], Awaitable[Any]],
-) -> tuple[Any, asyncio.Event]:
+) -> tuple[Served, asyncio.Event]:
     """A server that runs ``first(reader)`` (read what the phase sends), says so, then never answers."""
     reached = asyncio.Event()
 
@@ -670,7 +673,7 @@ async def silent_after(
 
 
 @pytest.mark.parametrize("how", HOW)
-def test_async_cancel_during_tcp_connect(run: Any, testbed: Any, how: str) -> None:
+def test_async_cancel_during_tcp_connect(run: Any, testbed: Testbed, how: str) -> None:
     if not testbed.blackhole_available:
         pytest.skip("nft blackhole not available")
     hole, port = testbed.blackhole_host, testbed.http_port
@@ -678,7 +681,7 @@ def test_async_cancel_during_tcp_connect(run: Any, testbed: Any, how: str) -> No
     async def main() -> None:
         reached = asyncio.Event()
 
-        class Started(RecordingListener):  # type: ignore[misc, valid-type]
+        class Started(RecordingListener):  # type: ignore[misc]
             def connect_start(self, call: Any, route: Any) -> None:
                 reached.set()
 

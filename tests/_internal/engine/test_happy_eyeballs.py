@@ -118,7 +118,7 @@ def test_happy_eyeballs_single_route_connects(listener: Any) -> None:
 
 def _send_timeout(sock: socket.socket) -> float:
     seconds, micros = struct.unpack("ll", sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, 16))
-    return seconds + micros / 1e6
+    return float(seconds + micros / 1e6)
 
 
 def test_happy_eyeballs_leaves_the_connect_timeout_as_send_timeout(

@@ -77,7 +77,8 @@ def test_map_fetches_every_item(echo: MockServer) -> None:
         got = {item: result for item, result in client.map(urls, max_in_flight=8)}
         assert set(got) == set(urls)
         for url, result in got.items():
-            assert isinstance(result, fastnet.Response) and result.content == url[url.rindex("/") :].encode()
+            assert isinstance(url, str) and isinstance(result, fastnet.Response)
+            assert result.content == url[url.rindex("/") :].encode()
         assert_pool_clean(client)
     assert echo.request_count == 50
     assert echo.connection_count <= 8  # a pool that keeps 8 idle: no more connections than in flight
@@ -236,8 +237,8 @@ def test_map_an_input_that_raises(echo: MockServer) -> None:
 def test_map_bad_items_and_failures_are_yielded(echo: MockServer) -> None:
     items: list[Any] = [echo.url("/fine"), "http://[broken", 12345, f"http://127.0.0.1:{refused_port()}/"]
     with make_fast_client() as client:
-        got = dict(client.map(items, ordered=True))
-        assert got[items[0]].content == b"/fine"  # type: ignore[union-attr]
+        got: dict[Any, Any] = dict(client.map(items, ordered=True))
+        assert got[items[0]].content == b"/fine"
         assert isinstance(got["http://[broken"], ValueError)
         assert isinstance(got[12345], TypeError)
         assert isinstance(got[items[3]], fastnet.ConnectError)

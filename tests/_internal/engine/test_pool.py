@@ -377,6 +377,7 @@ def test_async_pool_waiters_are_served_first_come_first_served(run: Any, ok_serv
     async def main() -> None:
         connector = make_connector(max_per_host=1)
         pool = connector.pool
+        assert isinstance(pool, AsyncConnectionPool)
         holder = User(pool)
         conn = await find(connector, holder, url)
         order: list[int] = []
@@ -403,6 +404,7 @@ def test_async_pool_woken_waiters_that_lost_their_slot_keep_their_places(
     async def main() -> None:
         connector = make_connector(max_per_host=2)
         pool = connector.pool
+        assert isinstance(pool, AsyncConnectionPool)
         holders = [User(pool), User(pool)]
         for holder in holders:
             await find(connector, holder, url)
@@ -419,6 +421,7 @@ def test_async_pool_woken_waiters_that_lost_their_slot_keep_their_places(
         await asyncio.sleep(0)  # 1 and 2 find no slot and wait again, in their places: before 3
         assert pool.waiters["127.0.0.1"].parked == 3
         for conn in barged:
+            assert conn is not None
             pool.release(conn, True)
         await asyncio.gather(*tasks)
         assert order == [1, 2, 3]
@@ -433,6 +436,7 @@ def test_async_pool_a_newcomer_takes_a_slot_no_waiter_was_woken_for(run: Any, ok
     async def main() -> None:
         connector = make_connector(max_per_host=2)
         pool = connector.pool
+        assert isinstance(pool, AsyncConnectionPool)
         holders = [User(pool), User(pool)]
         for holder in holders:
             await find(connector, holder, url)
@@ -477,7 +481,7 @@ def test_async_pool_timeout_has_the_blocking_pools_message(run: Any, ok_server: 
             await find(
                 connector, User(connector.pool, deadline=time.monotonic() + 0.1), url, connect_timeout=30
             )
-        assert connector.pool.waiters == {}
+        assert isinstance(connector.pool, AsyncConnectionPool) and connector.pool.waiters == {}
         holder.done(False)
 
     run(main)
@@ -489,6 +493,7 @@ def test_async_pool_cancelled_waiters_pass_the_slot_on(run: Any, ok_server: Mock
     async def main() -> None:
         connector = make_connector(max_per_host=1)
         pool = connector.pool
+        assert isinstance(pool, AsyncConnectionPool)
         holder = User(pool)
         conn = await find(connector, holder, url)
         order: list[int] = []
@@ -537,6 +542,7 @@ def test_async_pool_wake_from_another_thread(run: Any, ok_server: MockServer) ->
     async def main() -> None:
         connector = make_connector(max_per_host=1)
         pool = connector.pool
+        assert isinstance(pool, AsyncConnectionPool)
         holder = User(pool)
         first = await find(connector, holder, url)
         order: list[int] = []
@@ -559,6 +565,7 @@ def test_async_pool_500_calls_through_4_slots(run: Any, ok_server: MockServer) -
     async def main() -> None:
         connector = make_connector(max_per_host=4)
         pool = connector.pool
+        assert isinstance(pool, AsyncConnectionPool)
         order: list[int] = []
         held = 0
         most = 0

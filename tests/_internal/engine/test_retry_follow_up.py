@@ -20,7 +20,7 @@ from fastnet._internal.connection.async_real_connection import AsyncRealConnecti
 from fastnet._internal.connection.exchange_finder import PROBE_IDLE_AFTER
 from fastnet._internal.retry_follow_up import RetryAndFollowUpInterceptor
 from fastnet.testing import MockResponse, MockServer, RecordedRequest, SocketPolicy
-from tests.support.clients import assert_pool_clean, make_client
+from tests.support.clients import assert_pool_clean, ca_path, make_client, route_of
 from tests.support.fakes import FakeDns
 
 pytestmark = pytest.mark.both_clients
@@ -114,13 +114,13 @@ def test_recover_failures_attached_to_final_error(server):
 class Recorded(fastnet.EventListener):
     def __init__(self) -> None:
         self.retry: list[tuple[str, bool]] = []
-        self.connect_failed: list[str] = []
+        self.connect_failures: list[str] = []
 
     def retry_decision(self, call, error, retry):
         self.retry.append((type(error).__name__, retry))
 
     def connect_failed(self, call, route, error):
-        self.connect_failed.append(type(error).__name__)
+        self.connect_failures.append(type(error).__name__)
 
 
 class ClosesWhenIdle:
@@ -199,7 +199,7 @@ class ClosesWhenIdle:
 def wait_until_the_fin_arrived(client: fastnet.Client) -> None:
     """Until the client's pooled connection has the server's FIN: readable for the blocking client,
     seen by the transport for the asyncio one; then "a moment later" (10 ms: past the probe threshold)."""
-    real_pool = client.connection_pool._real  # type: ignore[attr-defined]
+    real_pool = client.connection_pool._real
     (conn,) = [conn for stack in real_pool.idle.values() for conn in stack]
     if isinstance(conn, AsyncRealConnection):
         for _ in range(1000):
@@ -231,7 +231,7 @@ def test_recover_connection_closed_while_idle_is_replaced_not_retried(method):
     assert [index for index, _ in server.requests] == [0, 1]
     assert server.late == []  # nothing was written on the closed connection
     assert server.requests[1][1] == {"GET": b"", "POST": b"order-1", "POST one-shot": b"one-shot"}[method]
-    assert events.retry == [] and events.connect_failed == []
+    assert events.retry == [] and events.connect_failures == []
 
 
 @pytest.mark.parametrize("method", ["GET", "POST one-shot"])
@@ -249,7 +249,7 @@ def test_recover_tls_connection_closed_while_idle_is_replaced_not_retried(tls_se
             r = client.post(tls_server.url("/"), body=iter([b"one-", b"shot"]))
         assert r.content == b"1"
     assert [tls_server.take_request().connection_index for _ in range(2)] == [0, 1]
-    assert events.retry == [] and events.connect_failed == []
+    assert events.retry == [] and events.connect_failures == []
 
 
 # ------------------------------------------------------------------------------------------------ routes
@@ -291,7 +291,7 @@ def test_recover_fresh_connection_failure_moves_to_next_route(two_routes):
         assert r.text == "second route"
         assert one.take_request().body == b"x" and two.take_request().body == b"x"
         assert events.retry == [("ConnectionClosedError", True)]
-        assert r.route.socket_address[0] == "127.0.0.2"
+        assert route_of(r).socket_address[0] == "127.0.0.2"
         assert_pool_clean(client)
 
 
@@ -657,6 +657,7 @@ def test_redirects_raw_utf8_location_host_is_idna_encoded(server, client):
     )
     with make_client(dns=dns) as via_name:
         r = via_name.get(server.url("/"))
+    assert r.url is not None
     assert r.status_code == 200 and r.url.host == "xn--bcher-kva.test"
     server.take_request()
     followed = server.take_request()
@@ -757,11 +758,12 @@ def test_redirects_strip_credentials_same_host_other_port(server, server2):
 def test_redirects_strip_credentials_http_to_https_same_host_and_port():
     with MockServer(tls=True) as server:
         with fastnet.Client(
-            trust_env=False, verify=server.ca_path, sensitive_headers=["X-Auth-Token", "X-Api-Key"]
+            trust_env=False, verify=ca_path(server), sensitive_headers=["X-Auth-Token", "X-Api-Key"]
         ) as client:
             plain = f"http://127.0.0.1:{server.port}/"
             server.enqueue(redirect(server.url("/secure")), MockResponse(200, body=b"tls"))
             r = client.get(plain, headers=SECRET_HEADERS)
+            assert r.url is not None
             assert r.text == "tls" and r.url.scheme == "https"
             first, second = server.take_request(), server.take_request()
             assert not first.tls and second.tls
@@ -844,7 +846,7 @@ def test_redirects_per_call_override_from_interceptor(server):
 
 def test_redirects_follow_ssl_redirects_false():
     with MockServer(tls=True) as server:
-        with fastnet.Client(trust_env=False, verify=server.ca_path, follow_ssl_redirects=False) as client:
+        with fastnet.Client(trust_env=False, verify=ca_path(server), follow_ssl_redirects=False) as client:
             server.enqueue(redirect(server.url("/secure")))
             r = client.get(f"http://127.0.0.1:{server.port}/")
             assert r.status_code == 302

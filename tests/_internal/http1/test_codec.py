@@ -18,6 +18,7 @@ from fastnet.exceptions import (
     CallTimeout,
     CanceledError,
     ConnectionClosedError,
+    NetworkError,
     ProtocolError,
     ReadTimeout,
     WriteTimeout,
@@ -140,7 +141,7 @@ def test_codec_open_response_makes_the_response(codec: types.ModuleType) -> None
     response, reusable = codec.open_response(head(headers=[("X-A", "1"), ("x-a", "2")]), req, None)
     assert (response.status_code, response.reason, response.http_version) == (200, "Reason", "HTTP/1.1")
     assert response.headers.get_all("x-a") == ["1", "2"] and response.request is req and reusable
-    old = (200, "OK", "1.0", [], BODY_UNTIL_CLOSE, -1, False, "")
+    old: tuple[Any, ...] = (200, "OK", "1.0", [], BODY_UNTIL_CLOSE, -1, False, "")
     response, reusable = codec.open_response(old, req, None)
     assert response.http_version == "HTTP/1.0" and not reusable
 
@@ -188,7 +189,7 @@ def test_codec_open_response_refuses_an_unsolicited_101(codec: types.ModuleType)
     ],
 )
 def test_codec_map_io_error_types_the_failure(
-    codec: types.ModuleType, exc: BaseException, phase: str, expected: type
+    codec: types.ModuleType, exc: BaseException, phase: str, expected: type[NetworkError]
 ) -> None:
     url = request().url
     error = codec.map_io_error(exc, phase, url, False, False)

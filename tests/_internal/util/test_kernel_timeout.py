@@ -18,7 +18,7 @@ def kt(twins: Twins) -> types.ModuleType:
 
 
 def _read(sock: socket.socket, optname: int) -> tuple[int, int]:
-    return struct.unpack("ll", sock.getsockopt(socket.SOL_SOCKET, optname, 16))  # type: ignore[return-value]
+    return struct.unpack("ll", sock.getsockopt(socket.SOL_SOCKET, optname, 16))
 
 
 @pytest.mark.parametrize(
