@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from fastnet.proxy import Proxy
     from fastnet.response import Response
+    from fastnet.route import Route
 
 __all__ = [
     "BodyTooLargeError",
@@ -148,11 +149,11 @@ class ConnectError(NetworkError, builtins.ConnectionError):
         *,
         url: URL | str | None = None,
         phase: str | None = "connect",
-        attempts: Iterable[tuple[object, BaseException]] | None = None,
+        attempts: Iterable[tuple[Route, BaseException]] | None = None,
     ) -> None:
         super().__init__(message, url=url, phase=phase)
         # (route, error): a Route, or what the connect step tried (an address) when it had no route
-        self.attempts: list[tuple[object, BaseException]] = list(attempts or ())
+        self.attempts: list[tuple[Route, BaseException]] = list(attempts or ())
 
     def __str__(self) -> str:
         text = super().__str__()

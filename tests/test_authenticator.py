@@ -1,4 +1,5 @@
-"""Authenticators, challenges and credentials: 401 and 407 follow-ups over real loopback sockets."""
+"""Authenticators and credentials: 401 and 407 follow-ups over real loopback sockets (the challenges they
+read: test_challenge.py)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import base64
 import pickle
 
 import pytest
-from conftest import assert_pool_clean, make_client
 
 import fastnet
-from fastnet.authenticator import NONE, PREEMPTIVE_SCHEME, parse_challenges
+from fastnet.authenticator import NONE, PREEMPTIVE_SCHEME
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import assert_pool_clean, make_client
 
 pytestmark = pytest.mark.both_clients
 
@@ -20,88 +21,6 @@ GOOD = fastnet.Credentials.basic("alice", "s3cret")
 def challenge_401(value: str | None = 'Basic realm="api"') -> MockResponse:
     headers = {"WWW-Authenticate": value} if value is not None else {}
     return MockResponse(401, headers=headers, body=b"who are you")
-
-
-# ------------------------------------------------------------------------------------------------ parsing
-
-
-def test_authenticator_parse_basic_realm():
-    assert parse_challenges(['Basic realm="simple"']) == [fastnet.Challenge("Basic", {"realm": "simple"})]
-
-
-def test_authenticator_parse_several_challenges_in_one_header():
-    found = parse_challenges(
-        ['Newauth realm="apps", type=1, title="Login to \\"apps\\"", Basic realm="simple"']
-    )
-    assert [c.scheme for c in found] == ["Newauth", "Basic"]
-    assert found[0].params == {"realm": "apps", "type": "1", "title": 'Login to "apps"'}
-    assert found[1].realm == "simple"
-
-
-def test_authenticator_parse_several_headers_in_order():
-    found = parse_challenges(['Bearer realm="a"', 'Digest realm="b", nonce="n", qop="auth,auth-int"'])
-    assert [(c.scheme, c.realm) for c in found] == [("Bearer", "a"), ("Digest", "b")]
-    assert found[1].params["qop"] == "auth,auth-int"
-
-
-def test_authenticator_parse_token68():
-    found = parse_challenges(
-        ["Negotiate YIIBnQYGKwYBBQUCoIIBkTCCAY2gMDAuBgkqhkiC9xIBAgIGCSqGSIb3EgECAgY==, Basic"]
-    )
-    assert found[0].token68 == "YIIBnQYGKwYBBQUCoIIBkTCCAY2gMDAuBgkqhkiC9xIBAgIGCSqGSIb3EgECAgY=="
-    assert found[0].params == {}
-    assert found[1] == fastnet.Challenge("Basic")
-
-
-def test_authenticator_parse_names_lowercased_and_whitespace():
-    (c,) = parse_challenges(['Basic   REALM = "r" ,\tCharset=UTF-8'])
-    assert c.params == {"realm": "r", "charset": "UTF-8"} and c.charset == "UTF-8"
-
-
-def test_authenticator_charset_defaults_to_latin1():
-    assert fastnet.Challenge("Basic").charset == "ISO-8859-1"
-    assert fastnet.Challenge("Basic", {"charset": "no-such-codec"}).charset == "ISO-8859-1"
-
-
-@pytest.mark.parametrize(
-    "values, schemes",
-    [
-        ([""], []),
-        ([",, ,"], []),
-        (['Basic realm="a", realm="b"'], []),  # duplicate parameter: that challenge is dropped
-        (['Bearer realm="a"', 'Basic realm="unterminated'], ["Bearer"]),
-        (['Bearer realm="a", Basic realm=x y'], ["Bearer"]),  # stray token: keep what came before
-        (["=Basic"], []),
-        (["Basic="], []),
-        (['Basic realm="x", =, Digest realm="y"'], ["Basic"]),
-        (["\x00\x01\x02"], []),
-        (["Basic realm=" + "a" * 100_000], ["Basic"]),
-    ],
-)
-def test_authenticator_parse_malformed_never_raises(values, schemes):
-    assert [c.scheme for c in parse_challenges(values)] == schemes
-
-
-def test_authenticator_parse_accepts_a_single_string():
-    assert parse_challenges("Basic") == [fastnet.Challenge("Basic")]
-
-
-def test_authenticator_challenge_is_immutable_and_hashable():
-    c = fastnet.Challenge("Basic", {"Realm": "x"})
-    with pytest.raises(AttributeError):
-        c.scheme = "Digest"  # type: ignore[misc]
-    assert c == fastnet.Challenge("basic", {"realm": "x"}) and hash(c) == hash(
-        fastnet.Challenge("BASIC", {"realm": "x"})
-    )
-    assert "Basic" in repr(c)
-
-
-def test_authenticator_response_challenges_per_status():
-    r401 = fastnet.Response(401, headers=[("WWW-Authenticate", "Basic realm=a"), ("Proxy-Authenticate", "X")])
-    r407 = fastnet.Response(407, headers=[("WWW-Authenticate", "Basic realm=a"), ("Proxy-Authenticate", "X")])
-    assert r401.challenges() == [fastnet.Challenge("Basic", {"realm": "a"})]
-    assert r407.challenges() == [fastnet.Challenge("X")]
-    assert fastnet.Response(200, headers={"WWW-Authenticate": "Basic"}).challenges() == []
 
 
 # ------------------------------------------------------------------------------------------------ credentials

@@ -7,12 +7,12 @@ import ssl
 from typing import Any
 
 import pytest
-from conftest import make_client, make_fast_client
-from fakes import FakeDns
-from wire import CRAWLED_TARGETS
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import make_client, make_fast_client
+from tests.support.fakes import FakeDns
+from tests.support.wire import CRAWLED_TARGETS
 
 pytestmark = pytest.mark.both_clients
 
@@ -102,14 +102,14 @@ def test_client_pool_and_per_host_limit_conflict() -> None:
 
 def test_client_unknown_option_in_with_options() -> None:
     with fastnet.Client() as c, pytest.raises(TypeError, match="nope"):
-        c.with_options(nope=1)
+        c.with_options(nope=1)  # type: ignore[call-arg]
 
 
 def test_client_misspelt_option_suggests_the_nearest() -> None:
     with pytest.raises(TypeError, match=r"'read_timeot' \(did you mean 'read_timeout'\?\)"):
         fastnet.Client(read_timeot=5)  # type: ignore[call-arg]
     with fastnet.Client() as c, pytest.raises(TypeError, match=r"did you mean 'connect_timeout'"):
-        c.with_options(conect_timeout=1)
+        c.with_options(conect_timeout=1)  # type: ignore[call-arg]
 
 
 def test_client_signature_is_explicit_and_shared_by_with_options() -> None:
@@ -129,7 +129,7 @@ def test_client_options_are_read_only_attributes_and_a_frozen_value() -> None:
         assert c.read_timeout == 3 and c.config.read_timeout == 3
         assert c.with_options(read_timeout=4).config.read_timeout == 4 and c.read_timeout == 3
         with pytest.raises(AttributeError):
-            c.read_timeout = 5  # type: ignore[misc]
+            c.read_timeout = 5
         with pytest.raises(AttributeError):
             c.config.read_timeout = 5  # type: ignore[misc]
 
@@ -367,7 +367,7 @@ def test_client_local_address_errors(server: MockServer) -> None:
     with pytest.raises(ValueError, match="local_address must be an IP address"):
         make_client(local_address="localhost")
     with pytest.raises(TypeError, match="local_address"):
-        make_client(local_address=("127.0.0.2", 0))  # type: ignore[arg-type]
+        make_client(local_address=("127.0.0.2", 0))
     with make_client(local_address="::1") as client:  # an IPv6 source cannot reach an IPv4 server
         with pytest.raises(fastnet.ConnectError, match="cannot connect to an IPv4 address"):
             client.get(server.url("/"))

@@ -158,7 +158,7 @@ class _Loaders:
                 return loaders.py_module
             return real_import(name, package)
 
-        monkeypatch.setattr(_compat.importlib, "import_module", fake_import)
+        monkeypatch.setattr(importlib, "import_module", fake_import)  # the one _compat calls
 
     def pick(self, name: str) -> ModuleType:
         return _compat.pick(name, self.c_name, self.py_name)

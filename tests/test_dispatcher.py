@@ -1,6 +1,6 @@
 """Dispatcher: limits, FIFO promotion that skips hosts at their limit, cancel, futures and callbacks.
 
-The server is a HoldingServer (tests/holding.py): real MockServers on 127.0.0.1-3 whose answers wait
+The server is a HoldingServer (tests/support/holding.py): real MockServers on 127.0.0.1-3 whose answers wait
 until the test releases them, so each test decides exactly which calls are running and sees which
 requests reached the network, in order.
 """
@@ -19,12 +19,12 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from conftest import assert_pool_clean, make_fast_client
-from fakes import FakeDns, RecordingListener
-from holding import HoldingServer
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import assert_pool_clean, make_fast_client
+from tests.support.fakes import FakeDns, RecordingListener
+from tests.support.holding import HoldingServer
 
 HOSTS = ("127.0.0.1", "127.0.0.2", "127.0.0.3")
 A, B, C = HOSTS

@@ -15,12 +15,12 @@ import time
 from typing import Any
 
 import pytest
-from conftest import assert_pool_clean, make_fast_client
-from fakes import FakeDns, RecordingListener
-from holding import HoldingServer
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.clients import assert_pool_clean, make_fast_client
+from tests.support.fakes import FakeDns, RecordingListener
+from tests.support.holding import HoldingServer
 
 pytestmark = pytest.mark.both_clients
 

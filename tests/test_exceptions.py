@@ -9,12 +9,12 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from conftest import make_fast_client
-from fakes import FakeDns
 
 import fastnet
 from fastnet.dns import CachingDns
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.clients import make_fast_client
+from tests.support.fakes import FakeDns
 
 pytestmark = pytest.mark.both_clients
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import enum
 
 import pytest
-from conftest import Twins
 
 import fastnet
+from tests.support.twins import Twins
 
 
 class Plain(str):
@@ -120,7 +120,7 @@ def test_headers_tab_and_obs_text_in_value_accepted() -> None:
 
 def test_headers_wrong_types_raise_type_error() -> None:
     with pytest.raises(TypeError):
-        fastnet.Headers({1: "v"})
+        fastnet.Headers({1: "v"})  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         fastnet.Headers({"a": object()})
 

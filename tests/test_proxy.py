@@ -68,7 +68,7 @@ def test_proxy_value_equality_and_hash() -> None:
 def test_proxy_is_immutable() -> None:
     p = fastnet.Proxy.http("h", 1)
     with pytest.raises(AttributeError):
-        p.port = 2  # type: ignore[misc]
+        p.port = 2
     with pytest.raises(AttributeError):
         del p.host
 
@@ -121,7 +121,7 @@ def test_proxy_str_and_repr_hide_the_password() -> None:
         lambda: fastnet.Proxy(fastnet.ProxyType.HTTP, "h", 80, socks_version=5),
     ],
 )
-def test_proxy_invalid_combinations_raise_value_error(make) -> None:  # type: ignore[no-untyped-def]
+def test_proxy_invalid_combinations_raise_value_error(make) -> None:
     with pytest.raises(ValueError):
         make()
 
@@ -132,7 +132,7 @@ def test_proxy_type_errors() -> None:
     with pytest.raises(TypeError):
         fastnet.Proxy.http("h", "80")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        fastnet.Proxy.http("h", True)  # type: ignore[arg-type]
+        fastnet.Proxy.http("h", True)
     with pytest.raises(ValueError):
         fastnet.Proxy.http(None, 80)  # type: ignore[arg-type]
 
@@ -202,7 +202,7 @@ def test_proxy_from_url_error_hides_the_password() -> None:
 def test_proxy_null_selector_answers_direct() -> None:
     selector = NullProxySelector()
     assert selector.select(fastnet.URL("http://example.com/")) == []
-    assert selector.connect_failed(fastnet.URL("http://x/"), ("h", 1), OSError()) is None
+    selector.connect_failed(fastnet.URL("http://x/"), ("h", 1), OSError())  # accepts the report
     assert isinstance(selector, fastnet.ProxySelector)
 
 

@@ -8,10 +8,11 @@ import io
 import json
 
 import pytest
-from conftest import Twins, make_fast_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import make_fast_client
+from tests.support.twins import Twins
 
 pytestmark = pytest.mark.both_clients
 
@@ -95,7 +96,7 @@ def test_request_body_iterator_is_one_shot() -> None:
 
 def test_request_body_bad_type() -> None:
     with pytest.raises(TypeError, match="body"):
-        fastnet.RequestBody(12)
+        fastnet.RequestBody(12)  # type: ignore[arg-type]
 
 
 def test_request_json() -> None:
@@ -141,7 +142,8 @@ def test_request_str_subclass_method_and_headers_on_the_wire(
         server.enqueue(MockResponse(200))
     url = Plain(server.url("/s"))
     assert fast_client.request(Method.GET, url).request.method == "GET"  # type: ignore[union-attr]
-    fast_client.request(Method.PURGE, url, headers={Field.TRACE: Plain("2")})
+    headers: dict[str, str] = {Field.TRACE: Plain("2")}
+    fast_client.request(Method.PURGE, url, headers=headers)
     fast_client.get(url, headers=[(Plain("X-Plain"), Field.TRACE)])
     recs = [server.take_request() for _ in range(3)]
     assert [r.method for r in recs] == ["GET", "PURGE", "GET"]

@@ -8,11 +8,11 @@ import threading
 import time
 
 import pytest
-from conftest import assert_pool_clean, make_client
 
 import fastnet
 from fastnet.retry import RequestHistory, parse_retry_after
 from fastnet.testing import MockResponse, SocketPolicy
+from tests.support.clients import assert_pool_clean, make_client
 
 pytestmark = pytest.mark.both_clients
 
@@ -36,9 +36,9 @@ def test_retry_policy_defaults():
 def test_retry_policy_is_immutable():
     r = fastnet.Retry(total=2)
     with pytest.raises(AttributeError):
-        r.total = 5  # type: ignore[misc]
+        r.total = 5
     with pytest.raises(AttributeError):
-        del r.total  # type: ignore[misc]
+        del r.total
     nxt = r.increment("GET", "http://x/", error=fastnet.ConnectError("down"))
     assert r.total == 2 and r.history == ()
     assert nxt.total == 1 and len(nxt.history) == 1

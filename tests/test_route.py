@@ -4,9 +4,9 @@ import pickle
 import types
 
 import pytest
-from conftest import Twins
 
 from fastnet.proxy import Proxy
+from tests.support.twins import Twins
 
 
 @pytest.fixture

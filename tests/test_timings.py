@@ -6,11 +6,12 @@ import time
 from typing import Any
 
 import pytest
-from conftest import Twins, assert_pool_clean, make_fast_client
-from holding import HoldingServer
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import assert_pool_clean, make_fast_client
+from tests.support.holding import HoldingServer
+from tests.support.twins import Twins
 
 
 class SlowDns:
@@ -237,7 +238,7 @@ def test_timings_value_total_before_the_call_started(twins: Twins) -> None:
 
 
 def test_timings_twins_agree() -> None:
-    from conftest import available_twins
+    from tests.support.twins import available_twins
 
     twins = available_twins("fastnet.timings")
     seen = []

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from wire import CRAWLED_TARGETS
 
 import fastnet
+from tests.support.wire import CRAWLED_TARGETS
 
 
 def test_url_parse_parts() -> None:

@@ -5,19 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import assert_pool_clean
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import assert_pool_clean, route_of
+from tests.support.testbed import Testbed
 
 pytestmark = pytest.mark.testbed
 
 
-def squid(testbed: Any) -> fastnet.Proxy:
+def squid(testbed: Testbed) -> fastnet.Proxy:
     return fastnet.Proxy.http(*testbed.squid)
 
 
-def test_auth_proxy_plain_http_407_then_200(testbed):
+def test_auth_proxy_plain_http_407_then_200(testbed: Testbed):
     auth = fastnet.BasicAuthenticator(testbed.squid_user, testbed.squid_password)
     with fastnet.Client(trust_env=False, proxy=squid(testbed), proxy_authenticator=auth) as client:
         r = client.get(testbed.url("/whoami"))
@@ -25,11 +26,12 @@ def test_auth_proxy_plain_http_407_then_200(testbed):
         assert [p.status_code for p in r.history] == [407]
         assert r.history[0].challenges()[0].scheme == "Basic"
         assert r.history[0].challenges()[0].realm == "fastnet-squid"
+        assert r.request is not None
         assert r.request.header("Proxy-Authorization") == auth.credentials
         assert_pool_clean(client)
 
 
-def test_auth_proxy_https_tunnel_preemptive(testbed):
+def test_auth_proxy_https_tunnel_preemptive(testbed: Testbed):
     auth = fastnet.BasicAuthenticator(testbed.squid_user, testbed.squid_password)
     with fastnet.Client(
         trust_env=False, proxy=squid(testbed), proxy_authenticator=auth, verify=testbed.ca_path
@@ -40,7 +42,7 @@ def test_auth_proxy_https_tunnel_preemptive(testbed):
         assert_pool_clean(client)
 
 
-def test_auth_proxy_credentials_on_the_proxy_itself(testbed):
+def test_auth_proxy_credentials_on_the_proxy_itself(testbed: Testbed):
     proxy = fastnet.Proxy.http(*testbed.squid, testbed.squid_user, testbed.squid_password)
     with fastnet.Client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
         assert client.get(testbed.url("/whoami")).status_code == 200
@@ -48,7 +50,7 @@ def test_auth_proxy_credentials_on_the_proxy_itself(testbed):
         assert_pool_clean(client)
 
 
-def test_auth_proxy_wrong_password(testbed):
+def test_auth_proxy_wrong_password(testbed: Testbed):
     auth = fastnet.BasicAuthenticator(testbed.squid_user, "wrong-password")
     with fastnet.Client(
         trust_env=False, proxy=squid(testbed), proxy_authenticator=auth, verify=testbed.ca_path
@@ -62,7 +64,7 @@ def test_auth_proxy_wrong_password(testbed):
         assert_pool_clean(client)
 
 
-def test_auth_proxy_no_authenticator(testbed):
+def test_auth_proxy_no_authenticator(testbed: Testbed):
     with fastnet.Client(trust_env=False, proxy=squid(testbed), verify=testbed.ca_path) as client:
         r = client.get(testbed.url("/whoami"))
         assert r.status_code == 407 and r.history == []
@@ -75,7 +77,7 @@ def test_auth_proxy_no_authenticator(testbed):
 class SplitSelector:
     """127.0.0.1 through squid's open port (HTTP proxy), everything else through dante (SOCKS5)."""
 
-    def __init__(self, testbed: Any) -> None:
+    def __init__(self, testbed: Testbed) -> None:
         self.http = fastnet.Proxy.http(*testbed.squid_open)
         self.socks = fastnet.Proxy.socks(*testbed.socks5)
 
@@ -86,7 +88,7 @@ class SplitSelector:
         pass
 
 
-def test_auth_proxy_redirect_from_http_proxy_route_to_socks_route(testbed):
+def test_auth_proxy_redirect_from_http_proxy_route_to_socks_route(testbed: Testbed):
     with MockServer(host="127.0.0.1") as one, MockServer(host="127.0.0.2") as two:
         one.enqueue(MockResponse(302, headers={"Location": two.url("/landed")}))
         two.enqueue(MockResponse(200, body=b"via socks"))
@@ -103,8 +105,8 @@ def test_auth_proxy_redirect_from_http_proxy_route_to_socks_route(testbed):
                 },
             )
             assert r.text == "via socks"
-            assert r.history[0].route.proxy.type is fastnet.ProxyType.HTTP
-            assert r.route.proxy.type is fastnet.ProxyType.SOCKS
+            assert route_of(r.history[0]).proxy.type is fastnet.ProxyType.HTTP
+            assert route_of(r).proxy.type is fastnet.ProxyType.SOCKS
             first, second = one.take_request(), two.take_request()
             assert first.header("Authorization") == "Bearer secret"
             assert first.header("X-Trace") == second.header("X-Trace") == "1"

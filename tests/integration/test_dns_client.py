@@ -29,7 +29,6 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
-from conftest import make_client
 
 from fastnet import _compat
 from fastnet.client import Client
@@ -37,7 +36,9 @@ from fastnet.dns import (
     RESILIENT,
     BootstrapDns,
     CachingDns,
+    ChainDns,
     DohDns,
+    IpBlacklist,
     SystemDns,
     UdpDns,
     default_dns,
@@ -46,6 +47,8 @@ from fastnet.dns import (
 from fastnet.events import EventListener
 from fastnet.exceptions import ConnectError, UnknownHostError
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import make_client
+from tests.support.testbed import Testbed
 
 pytestmark = [pytest.mark.testbed, pytest.mark.both_clients]
 
@@ -53,6 +56,13 @@ CLOSE = {"Connection": "close"}
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _blacklist_of(dns: CachingDns) -> IpBlacklist:
+    """The IP blacklist of a ``RESILIENT`` resolver: its chain's (the cache in front has none)."""
+    chain = dns.inner
+    assert isinstance(chain, ChainDns) and chain.blacklist is not None
+    return chain.blacklist
 
 
 def _no_system(host: str) -> list[str]:
@@ -140,7 +150,7 @@ def _addr(body: str) -> str:
     return body.split()[0][len("addr=") :]
 
 
-def _unbound_log(testbed: Any) -> Path:
+def _unbound_log(testbed: Testbed) -> Path:
     return Path(testbed.root) / "unbound" / "unbound.log"
 
 
@@ -173,20 +183,20 @@ def _queries_for(path: Path, offset: int, name: str, expected: int, wait: float 
     return read()
 
 
-def _udp(testbed: Any, server: tuple[str, int] | None = None, timeout: float = 3.0) -> UdpDns:
+def _udp(testbed: Testbed, server: tuple[str, int] | None = None, timeout: float = 3.0) -> UdpDns:
     host, port = testbed.unbound if server is None else server
     return UdpDns(host, port, timeout=timeout)
 
 
 @pytest.fixture
-def doh_url(testbed: Any) -> str:
+def doh_url(testbed: Testbed) -> str:
     """The DoH endpoint named by host (``doh.test``), so only the bootstrap list can reach it."""
     url: str = testbed.doh_url.replace("127.0.0.1", "doh.test")
     return url
 
 
 @pytest.fixture
-def seed_chain(testbed: Any, doh_url: str) -> Iterator[tuple[Any, Counting]]:
+def seed_chain(testbed: Testbed, doh_url: str) -> Iterator[tuple[Any, Counting]]:
     """Seed 002's chain: cache -> system (stand-in) -> UDP (unbound) -> DoH (dnsdist), with a blacklist."""
     doh = DohDns(doh_url, bootstrap=["127.0.0.1"], verify=testbed.ca_path, timeout=5)
     udp = Counting(_udp(testbed))
@@ -199,7 +209,7 @@ def seed_chain(testbed: Any, doh_url: str) -> Iterator[tuple[Any, Counting]]:
 # --------------------------------------------------------------------------- the resilient chain
 
 
-def test_dns_client_seed_chain_answers_from_first_address(seed_chain: Any, testbed: Any) -> None:
+def test_dns_client_seed_chain_answers_from_first_address(seed_chain: Any, testbed: Testbed) -> None:
     dns, _ = seed_chain
     recorder = Recorder()
     with _client(dns, recorder) as client:
@@ -211,7 +221,7 @@ def test_dns_client_seed_chain_answers_from_first_address(seed_chain: Any, testb
     assert recorder.connects() == [("connect_end", "127.0.0.3")]
 
 
-def test_dns_client_cache_hit_makes_no_upstream_query(seed_chain: Any, testbed: Any) -> None:
+def test_dns_client_cache_hit_makes_no_upstream_query(seed_chain: Any, testbed: Testbed) -> None:
     dns, udp = seed_chain
     recorder = Recorder()
     url = f"http://multi.test:{testbed.http_port}/whoami"
@@ -223,7 +233,7 @@ def test_dns_client_cache_hit_makes_no_upstream_query(seed_chain: Any, testbed: 
     assert dns.cache.get("multi.test") == ["127.0.0.3", "127.0.0.1"]
 
 
-def test_dns_client_cache_miss_falls_through_system_and_udp_to_doh(testbed: Any, doh_url: Any) -> None:
+def test_dns_client_cache_miss_falls_through_system_and_udp_to_doh(testbed: Testbed, doh_url: Any) -> None:
     system = Counting(_no_system)
     broken_udp = Counting(_udp(testbed, testbed.refused, timeout=1))
     doh = Counting(DohDns(doh_url, bootstrap=["127.0.0.1"], verify=testbed.ca_path, timeout=5))
@@ -237,7 +247,7 @@ def test_dns_client_cache_miss_falls_through_system_and_udp_to_doh(testbed: Any,
         doh.inner.close()
 
 
-def test_dns_client_udp_answers_before_doh(testbed: Any) -> None:
+def test_dns_client_udp_answers_before_doh(testbed: Testbed) -> None:
     class NeverDoh:
         def lookup(self, hostname: str) -> list[str]:
             raise AssertionError("DoH must not be asked when UDP answered")
@@ -250,12 +260,12 @@ def test_dns_client_udp_answers_before_doh(testbed: Any) -> None:
 # --------------------------------------------------------------------------- blacklist from real connects
 
 
-def test_dns_client_blacklist_grows_from_real_connect_failures(testbed: Any) -> None:
+def test_dns_client_blacklist_grows_from_real_connect_failures(testbed: Testbed) -> None:
     """failover.test = 127.0.0.4 (refused) then 127.0.0.1 (nginx). Each call fails over and succeeds; the
     sixth failed connect to .4 blacklists it, and from then on the client is never given .4."""
     udp = Counting(_udp(testbed))
     dns = RESILIENT(udp, system=_no_system)
-    blacklist = dns.inner.blacklist
+    blacklist = _blacklist_of(dns)
     url = f"http://failover.test:{testbed.http_port}/whoami"
     tried: list[list[tuple[str, str]]] = []
     resolved: list[list[str]] = []
@@ -274,10 +284,10 @@ def test_dns_client_blacklist_grows_from_real_connect_failures(testbed: Any) -> 
     assert udp.calls == ["failover.test", "failover.test"]
 
 
-def test_dns_client_successful_connect_resets_failure_count(testbed: Any) -> None:
+def test_dns_client_successful_connect_resets_failure_count(testbed: Testbed) -> None:
     """A real success to an address (a listener appears on 127.0.0.4) starts its count from zero."""
     dns = RESILIENT(_udp(testbed), system=_no_system)
-    blacklist = dns.inner.blacklist
+    blacklist = _blacklist_of(dns)
     with MockServer(host="127.0.0.1") as good:
         good.default_response = MockResponse(200, body=b"good")
         url = good.url("/", host="failover.test")
@@ -305,12 +315,12 @@ def test_dns_client_successful_connect_resets_failure_count(testbed: Any) -> Non
 
 
 def test_dns_client_total_failure_clears_blacklist_and_returns_collected(
-    seed_chain: Any, testbed: Any
+    seed_chain: Any, testbed: Testbed
 ) -> None:
     """Nothing listens on failover.test's port: both addresses fail every time. Once both are
     blacklisted no resolver can win, so the chain clears the blacklist and hands back what it saw."""
     dns, udp = seed_chain
-    blacklist = dns.inner.blacklist
+    blacklist = _blacklist_of(dns)
     url = f"http://failover.test:{testbed.refused[1]}/"
     both = [("connect_failed", "127.0.0.4"), ("connect_failed", "127.0.0.1")]
     for i in range(7):
@@ -329,7 +339,7 @@ def test_dns_client_total_failure_clears_blacklist_and_returns_collected(
     assert udp.calls == ["failover.test", "failover.test"]
 
 
-def test_dns_client_route_database_postpones_before_blacklist(testbed: Any) -> None:
+def test_dns_client_route_database_postpones_before_blacklist(testbed: Testbed) -> None:
     """One long-lived client: its route database tries the failed .4 last, so after one failure the
     good address answers and the blacklist count stays at one (the blacklist matters across clients)."""
     dns = RESILIENT(_udp(testbed), system=_no_system)
@@ -339,7 +349,7 @@ def test_dns_client_route_database_postpones_before_blacklist(testbed: Any) -> N
         for _ in range(4):
             assert _addr(_whoami(client, url)) == "127.0.0.1"
     assert recorder.connects() == [("connect_failed", "127.0.0.4")] + [("connect_end", "127.0.0.1")] * 4
-    assert dns.inner.blacklist.failures("failover.test", "127.0.0.4") == 1
+    assert _blacklist_of(dns).failures("failover.test", "127.0.0.4") == 1
 
 
 class _Hanging:
@@ -359,7 +369,7 @@ class _Hanging:
         self.listener.close()
 
 
-def test_dns_client_hanging_address_is_blacklisted_without_happy_eyeballs(testbed: Any) -> None:
+def test_dns_client_hanging_address_is_blacklisted_without_happy_eyeballs(testbed: Testbed) -> None:
     """failover.test's .4 hangs (connect timeout) instead of refusing: six timeouts blacklist it and
     later calls stop paying the connect timeout for it."""
     dns = RESILIENT(_udp(testbed), system=_no_system)
@@ -374,10 +384,10 @@ def test_dns_client_hanging_address_is_blacklisted_without_happy_eyeballs(testbe
             tried.append(recorder.connects())
     failover = [("connect_failed", "127.0.0.4"), ("connect_end", "127.0.0.1")]
     assert tried == [failover] * 6 + [[("connect_end", "127.0.0.1")]]
-    assert dns.inner.blacklist.blacklisted("failover.test") == ["127.0.0.4"]
+    assert _blacklist_of(dns).blacklisted("failover.test") == ["127.0.0.4"]
 
 
-def test_dns_client_hanging_address_is_blacklisted_with_happy_eyeballs(testbed: Any) -> None:
+def test_dns_client_hanging_address_is_blacklisted_with_happy_eyeballs(testbed: Testbed) -> None:
     dns = RESILIENT(_udp(testbed), system=_no_system)
     with MockServer(host="127.0.0.1") as good, _Hanging("127.0.0.4", good.port):
         good.default_response = MockResponse(200, body=b"good")
@@ -385,10 +395,10 @@ def test_dns_client_hanging_address_is_blacklisted_with_happy_eyeballs(testbed: 
         for _ in range(6):
             with _client(dns, connect_timeout=2) as client:
                 assert client.get(url, headers=CLOSE).content == b"good"
-    assert dns.inner.blacklist.failures("failover.test", "127.0.0.4") == 6
+    assert _blacklist_of(dns).failures("failover.test", "127.0.0.4") == 6
 
 
-def test_dns_client_stale_answer_served_when_every_resolver_fails(testbed: Any) -> None:
+def test_dns_client_stale_answer_served_when_every_resolver_fails(testbed: Testbed) -> None:
     class Switch(Counting):
         broken = False
 
@@ -414,7 +424,7 @@ def test_dns_client_stale_answer_served_when_every_resolver_fails(testbed: Any) 
 # --------------------------------------------------------------------------- TTL, IPv6, literals
 
 
-def test_dns_client_ttl_expiry(testbed: Any) -> None:
+def test_dns_client_ttl_expiry(testbed: Testbed) -> None:
     udp = Counting(_udp(testbed))
     dns = RESILIENT(udp, system=_no_system, ttl=60.0)  # the record's TTL (1 s) wins over the default
     url = f"http://ttl1.test:{testbed.http_port}/whoami"
@@ -428,7 +438,7 @@ def test_dns_client_ttl_expiry(testbed: Any) -> None:
     assert udp.calls == ["ttl1.test", "ttl1.test"]
 
 
-def test_dns_client_ipv6_only_name(seed_chain: Any, testbed: Any) -> None:
+def test_dns_client_ipv6_only_name(seed_chain: Any, testbed: Testbed) -> None:
     dns, _ = seed_chain
     recorder = Recorder()
     with _client(dns, recorder) as client:
@@ -437,7 +447,7 @@ def test_dns_client_ipv6_only_name(seed_chain: Any, testbed: Any) -> None:
     assert recorder.of("dns_end") == [("v6.test", ["::1"])]
 
 
-def test_dns_client_dual_stack_name(seed_chain: Any, testbed: Any) -> None:
+def test_dns_client_dual_stack_name(seed_chain: Any, testbed: Testbed) -> None:
     dns, _ = seed_chain
     recorder = Recorder()
     with _client(dns, recorder) as client:
@@ -453,7 +463,7 @@ def test_dns_client_dual_stack_name(seed_chain: Any, testbed: Any) -> None:
     assert recorder.connects() == [("connect_failed", "127.0.0.1"), ("connect_end", "::1")]
 
 
-def test_dns_client_ip_literals_never_reach_the_resolver(testbed: Any) -> None:
+def test_dns_client_ip_literals_never_reach_the_resolver(testbed: Testbed) -> None:
     class Refuse:
         def lookup(self, hostname: str) -> list[str]:
             raise AssertionError(f"the resolver was asked for {hostname}")
@@ -476,7 +486,7 @@ def test_dns_client_ip_literals_never_reach_the_resolver(testbed: Any) -> None:
 
 
 @pytest.mark.parametrize("method", ["GET", "POST"])
-def test_dns_client_doh_dns_message(testbed: Any, doh_url: Any, method: Any) -> None:
+def test_dns_client_doh_dns_message(testbed: Testbed, doh_url: Any, method: Any) -> None:
     seen: list[tuple[str, str | None]] = []
 
     def record(chain: Any) -> Any:
@@ -526,10 +536,11 @@ def _json_answers(request: Any) -> MockResponse:
     return MockResponse(200, headers={"Content-Type": "application/json"}, body=json.dumps(document))
 
 
-def test_dns_client_doh_json_against_mock_server(testbed: Any) -> None:
+def test_dns_client_doh_json_against_mock_server(testbed: Testbed) -> None:
     with MockServer(tls=True) as server:
         server.dispatcher = _json_answers
         url = server.url("/resolve", host="doh.test")
+        assert server.ca_path is not None
         doh = DohDns(url, bootstrap=["127.0.0.1"], format="json", verify=server.ca_path, timeout=5)
         try:
             dns = RESILIENT(doh, system=_no_system)
@@ -549,7 +560,7 @@ def test_dns_client_doh_json_against_mock_server(testbed: Any) -> None:
 # --------------------------------------------------------------------------- single flight
 
 
-def test_dns_client_single_flight_under_32_threads(seed_chain: Any, testbed: Any) -> None:
+def test_dns_client_single_flight_under_32_threads(seed_chain: Any, testbed: Testbed) -> None:
     """32 threads call at once; every call needs a connection and so a lookup: one reaches unbound."""
     dns, udp = seed_chain
     udp.delay = 0.3  # keep the first resolution in flight while the others arrive
@@ -582,7 +593,7 @@ def test_dns_client_single_flight_under_32_threads(seed_chain: Any, testbed: Any
     assert udp.calls == ["multi.test"]
 
 
-def test_dns_client_single_flight_asserted_at_the_server(testbed: Any) -> None:
+def test_dns_client_single_flight_asserted_at_the_server(testbed: Testbed) -> None:
     """A name nobody else asks for (NXDOMAIN): 32 concurrent calls put exactly one A and one AAAA query
     in unbound's query log, and every call fails with UnknownHostError."""
     name = f"sf-{uuid.uuid4().hex[:12]}.test"
@@ -616,7 +627,7 @@ def test_dns_client_single_flight_asserted_at_the_server(testbed: Any) -> None:
     assert sorted(_queries_for(log, offset, name, expected=2)) == ["A IN", "AAAA IN"]
 
 
-def test_dns_client_plain_function_as_dns(testbed: Any) -> None:
+def test_dns_client_plain_function_as_dns(testbed: Testbed) -> None:
     asked: list[str] = []
 
     def resolve(host: str) -> list[str]:
@@ -632,7 +643,7 @@ def test_dns_client_plain_function_as_dns(testbed: Any) -> None:
 # --------------------------------------------------------------------------- default and no caching
 
 
-def test_dns_client_default_is_system_behind_a_10s_cache(testbed: Any) -> None:
+def test_dns_client_default_is_system_behind_a_10s_cache(testbed: Testbed) -> None:
     with _client(None) as client:
         dns = client.dns
         assert isinstance(dns, CachingDns)
@@ -643,7 +654,7 @@ def test_dns_client_default_is_system_behind_a_10s_cache(testbed: Any) -> None:
     assert type(default_dns()) is CachingDns
 
 
-def test_dns_client_system_dns_turns_caching_off(testbed: Any) -> None:
+def test_dns_client_system_dns_turns_caching_off(testbed: Testbed) -> None:
     class CountingSystem(SystemDns):
         calls = 0
 

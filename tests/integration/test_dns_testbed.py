@@ -10,6 +10,7 @@ import pytest
 from fastnet.client import Client
 from fastnet.dns import CachingDns, ChainDns, DohDns, IpBlacklist, UdpDns, resilient
 from fastnet.exceptions import UnknownHostError
+from tests.support.testbed import Testbed
 
 pytestmark = pytest.mark.testbed
 
@@ -25,12 +26,12 @@ def _connect(ip, port):
 
 
 @pytest.fixture
-def udp(testbed):
+def udp(testbed: Testbed):
     return UdpDns(*testbed.unbound, timeout=3)
 
 
 @pytest.fixture(params=["GET", "POST"])
-def doh(request, testbed):
+def doh(request, testbed: Testbed):
     with DohDns(testbed.doh_url, method=request.param, verify=testbed.ca_path, timeout=5) as resolver:
         yield resolver
 
@@ -46,7 +47,7 @@ def test_dns_udp_unbound_ipv6_answers(udp):
     assert udp.lookup("dual.test") == ["127.0.0.1", "::1"]
 
 
-def test_dns_udp_unbound_over_ipv6_transport(testbed):
+def test_dns_udp_unbound_over_ipv6_transport(testbed: Testbed):
     assert UdpDns("::1", testbed.unbound[1], timeout=3).lookup("app.test") == ["127.0.0.1", "127.0.0.2"]
 
 
@@ -57,11 +58,11 @@ def test_dns_udp_unbound_nxdomain_and_refused(udp):
         udp.lookup("example.com")
 
 
-def test_dns_udp_ip_literal_skips_server(testbed):
+def test_dns_udp_ip_literal_skips_server(testbed: Testbed):
     assert UdpDns(*testbed.refused, timeout=1).lookup("127.0.0.9") == ["127.0.0.9"]
 
 
-def test_dns_udp_nothing_listening(testbed):
+def test_dns_udp_nothing_listening(testbed: Testbed):
     with pytest.raises(UnknownHostError):
         UdpDns(*testbed.refused, timeout=1).lookup("app.test")
 
@@ -84,20 +85,20 @@ def test_dns_doh_dns_message(doh):
         doh.lookup("nope.test")
 
 
-def test_dns_doh_hostname_url_uses_bootstrap(testbed):
+def test_dns_doh_hostname_url_uses_bootstrap(testbed: Testbed):
     url = testbed.doh_url.replace("127.0.0.1", "doh.test")
     with DohDns(url, bootstrap=["127.0.0.1"], verify=testbed.ca_path, timeout=5) as doh:
         assert doh.lookup("app.test") == ["127.0.0.1", "127.0.0.2"]
         assert doh.lookup("multi.test") == ["127.0.0.3", "127.0.0.1"]
 
 
-def test_dns_doh_untrusted_certificate_is_unknown_host(testbed):
+def test_dns_doh_untrusted_certificate_is_unknown_host(testbed: Testbed):
     with DohDns(testbed.doh_url, timeout=5) as doh:  # the system trust store does not know the test CA
         with pytest.raises(UnknownHostError, match="DoH request failed"):
             doh.lookup("app.test")
 
 
-def test_dns_seed_chain_miss_falls_to_udp_then_doh(testbed):
+def test_dns_seed_chain_miss_falls_to_udp_then_doh(testbed: Testbed):
     asked = []
 
     def system(host):
@@ -116,7 +117,7 @@ def test_dns_seed_chain_miss_falls_to_udp_then_doh(testbed):
         doh.close()
 
 
-def test_dns_seed_chain_udp_answers_before_doh(testbed):
+def test_dns_seed_chain_udp_answers_before_doh(testbed: Testbed):
     class NeverDoh:
         def lookup(self, host):
             raise AssertionError("DoH must not be asked when UDP answered")
@@ -125,7 +126,7 @@ def test_dns_seed_chain_udp_answers_before_doh(testbed):
     assert dns.lookup("app.test") == ["127.0.0.1", "127.0.0.2"]
 
 
-def test_dns_blacklist_growth_from_real_connect_failures(testbed):
+def test_dns_blacklist_growth_from_real_connect_failures(testbed: Testbed):
     """failover.test = 127.0.0.4 (refused) + 127.0.0.1 (nginx): after 6 failures .4 is skipped."""
     dns = resilient(UdpDns(*testbed.unbound, timeout=3), system=_no_system)
     port = testbed.http_port
@@ -151,7 +152,7 @@ def test_dns_blacklist_growth_from_real_connect_failures(testbed):
     assert dns.lookup("failover.test") == ["127.0.0.4", "127.0.0.1"]
 
 
-def test_dns_total_failure_clears_blacklist_and_returns_collected(testbed):
+def test_dns_total_failure_clears_blacklist_and_returns_collected(testbed: Testbed):
     blacklist = IpBlacklist(threshold=5)
     chain = ChainDns([_no_system, UdpDns(*testbed.unbound, timeout=3)], blacklist=blacklist)
     for ip, port in (("127.0.0.4", testbed.http_port), ("127.0.0.1", testbed.refused[1])):
@@ -164,7 +165,7 @@ def test_dns_total_failure_clears_blacklist_and_returns_collected(testbed):
     assert blacklist.blacklisted("failover.test") == []
 
 
-def test_dns_client_get_through_caching_udp(testbed):
+def test_dns_client_get_through_caching_udp(testbed: Testbed):
     dns = CachingDns(UdpDns(*testbed.unbound, timeout=3))
     client = Client(dns=dns, connect_timeout=5, read_timeout=5)
     try:

@@ -14,11 +14,13 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import conftest
 import pytest
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support import clients
+from tests.support.clients import route_of
+from tests.support.testbed import Testbed
 
 pytestmark = [pytest.mark.testbed, pytest.mark.both_clients]
 
@@ -79,7 +81,7 @@ def make_client(dns: Any, listener: Attempts | None = None, **options: Any) -> f
     options.setdefault("trust_env", False)
     options.setdefault("connect_timeout", 5)
     options.setdefault("read_timeout", 5)
-    return conftest.make_client(dns=dns, event_listener=listener, **options)
+    return clients.make_client(dns=dns, event_listener=listener, **options)
 
 
 def _drops_syns(host: str, port: int) -> bool:
@@ -96,7 +98,7 @@ def _drops_syns(host: str, port: int) -> bool:
 
 
 @pytest.fixture
-def blackhole(testbed: Any) -> Iterator[str]:
+def blackhole(testbed: Testbed) -> Iterator[str]:
     """An IP on which port ``testbed.http_port`` silently drops SYNs: the testbed's nft blackhole, else
     a listen(0) socket whose accept queue is full (Linux then drops further SYNs)."""
     if testbed.blackhole_available and _drops_syns(testbed.blackhole_host, testbed.http_port):
@@ -128,7 +130,7 @@ def blackhole(testbed: Any) -> Iterator[str]:
 # --------------------------------------------------------------------------------------- refused
 
 
-def test_failover_refused_first_then_nginx(testbed):
+def test_failover_refused_first_then_nginx(testbed: Testbed):
     dns = OrderedDns({"fo.local": ["127.0.0.4", "127.0.0.2"]})
     listener = Attempts()
     url = f"http://fo.local:{testbed.http_port}/whoami"
@@ -159,7 +161,7 @@ def test_failover_refused_first_then_nginx(testbed):
         assert client.with_options(happy_eyeballs=True, dns=dns).route_database is not client.route_database
 
 
-def test_failover_postponed_route_is_still_tried_last(testbed):
+def test_failover_postponed_route_is_still_tried_last(testbed: Testbed):
     dns = OrderedDns({"fo.local": ["127.0.0.4", "127.0.0.6"]})
     listener = Attempts()
     with make_client(dns, listener, happy_eyeballs=False) as client:
@@ -179,7 +181,7 @@ def test_failover_postponed_route_is_still_tried_last(testbed):
         assert listener.ips() == ["127.0.0.4"]
 
 
-def test_failover_connect_error_lists_every_route(testbed):
+def test_failover_connect_error_lists_every_route(testbed: Testbed):
     dns = OrderedDns({"fo.local": REFUSED_V4})
     for happy in (True, False):
         with make_client(dns, happy_eyeballs=happy) as client:
@@ -197,7 +199,7 @@ def test_failover_connect_error_lists_every_route(testbed):
 # --------------------------------------------------------------------------------------- Happy Eyeballs
 
 
-def test_failover_happy_eyeballs_blackhole_first(testbed, blackhole):
+def test_failover_happy_eyeballs_blackhole_first(testbed: Testbed, blackhole):
     dns = OrderedDns({"he.local": [blackhole, "127.0.0.1"]})
     listener = Attempts()
     with make_client(dns, listener, happy_eyeballs=True, connect_timeout=10) as client:
@@ -213,7 +215,7 @@ def test_failover_happy_eyeballs_blackhole_first(testbed, blackhole):
         assert listener.failed == [] and len(client.route_database) == 0
 
 
-def test_failover_sequential_without_happy_eyeballs(testbed, blackhole):
+def test_failover_sequential_without_happy_eyeballs(testbed: Testbed, blackhole):
     dns = OrderedDns({"he.local": [blackhole, "127.0.0.1"]})
     listener = Attempts()
     with make_client(dns, listener, happy_eyeballs=False, connect_timeout=0.5) as client:
@@ -226,7 +228,7 @@ def test_failover_sequential_without_happy_eyeballs(testbed, blackhole):
         assert [route.socket_address[0] for route in client.route_database.failed_routes()] == [blackhole]
 
 
-def test_failover_every_route_times_out(testbed, blackhole):
+def test_failover_every_route_times_out(testbed: Testbed, blackhole):
     dns = OrderedDns({"he.local": [blackhole]})
     with make_client(dns, happy_eyeballs=True, connect_timeout=0.3) as client:
         with pytest.raises(fastnet.ConnectTimeout) as info:
@@ -234,7 +236,7 @@ def test_failover_every_route_times_out(testbed, blackhole):
         assert info.value.phase == "connect"
 
 
-def test_failover_interleaves_families_starting_with_the_first(testbed):
+def test_failover_interleaves_families_starting_with_the_first(testbed: Testbed):
     listener = Attempts()
     dns = OrderedDns({"dual.local": ["127.0.0.4", "127.0.0.6", "::1", "127.0.0.2"]})
     with make_client(dns, listener, happy_eyeballs=True) as client:
@@ -248,7 +250,7 @@ def test_failover_interleaves_families_starting_with_the_first(testbed):
         assert listener.ips() == ["::1"]
 
 
-def test_failover_sequential_keeps_dns_order(testbed):
+def test_failover_sequential_keeps_dns_order(testbed: Testbed):
     listener = Attempts()
     dns = OrderedDns({"dual.local": ["127.0.0.4", "127.0.0.6", "::1", "127.0.0.2"]})
     with make_client(dns, listener, happy_eyeballs=False) as client:
@@ -257,7 +259,7 @@ def test_failover_sequential_keeps_dns_order(testbed):
         assert listener.ips() == ["127.0.0.4", "127.0.0.6", "::1"]
 
 
-def test_failover_https_handshake_with_failover(testbed):
+def test_failover_https_handshake_with_failover(testbed: Testbed):
     dns = OrderedDns({"localhost": ["127.0.0.4", "::1"]})
     with make_client(dns, verify=testbed.ca_path) as client:
         r = client.get(f"https://localhost:{testbed.https_port}/whoami")
@@ -282,7 +284,7 @@ def test_failover_first_exchange_failure_moves_to_next_route():
             with make_client(dns, listener) as client:
                 r = client.get(f"http://svc.local:{bad.port}/x")
                 assert r.text == "second route"
-                assert r.route.socket_address == ("127.0.0.2", bad.port)
+                assert route_of(r).socket_address == ("127.0.0.2", bad.port)
                 assert listener.ips() == ["127.0.0.1", "127.0.0.2"]
                 failed = client.route_database.failed_routes()
                 assert [route.socket_address for route in failed] == [("127.0.0.1", bad.port)]
@@ -327,14 +329,14 @@ class ListSelector:
         self.failures.append((str(url), address, type(error).__name__))
 
 
-def test_failover_next_proxy_and_connect_failed(testbed):
+def test_failover_next_proxy_and_connect_failed(testbed: Testbed):
     dead = fastnet.Proxy.http(*testbed.refused)
     squid = fastnet.Proxy.http(*testbed.squid_open)
     selector = ListSelector([dead, squid])
     listener = Attempts()
     with fastnet.Client(proxy_selector=selector, event_listener=listener, verify=testbed.ca_path) as client:
         r = client.get(testbed.url("/whoami"))
-        assert r.status_code == 200 and r.route.proxy == squid
+        assert r.status_code == 200 and route_of(r).proxy == squid
         assert "fastnet-squid" in (r.headers.get("Via") or "")
         assert selector.failures == [
             (f"http://127.0.0.1:{testbed.http_port}/", testbed.refused, "ConnectionRefusedError")
@@ -343,14 +345,14 @@ def test_failover_next_proxy_and_connect_failed(testbed):
         # next time the dead proxy is postponed: squid is tried first
         client.connection_pool.evict_all()
         listener.clear()
-        assert client.get(testbed.url("/whoami")).route.proxy == squid
+        assert route_of(client.get(testbed.url("/whoami"))).proxy == squid
         assert [route.proxy for _, route in listener.started] == [squid]
         # https through the same selector: the tunnel goes through squid
         r = client.get(testbed.url("/whoami", tls=True))
-        assert r.route.proxy == squid and r.route.requires_tunnel
+        assert route_of(r).proxy == squid and route_of(r).requires_tunnel
 
 
-def test_failover_fallback_to_direct(testbed):
+def test_failover_fallback_to_direct(testbed: Testbed):
     dead = fastnet.Proxy.http(*testbed.refused)
     selector = ListSelector([dead])
     with fastnet.Client(proxy_selector=selector) as client:
@@ -359,21 +361,21 @@ def test_failover_fallback_to_direct(testbed):
         assert [route.proxy for route, _ in info.value.attempts] == [dead]
     with fastnet.Client(proxy_selector=selector, fallback_to_direct=True) as client:
         r = client.get(testbed.url("/whoami"))
-        assert r.status_code == 200 and r.route.proxy.is_direct
+        assert r.status_code == 200 and route_of(r).proxy.is_direct
         assert "fastnet-squid" not in (r.headers.get("Via") or "")
     assert len(selector.failures) == 2  # once per client; DIRECT failures are never reported
 
 
-def test_failover_fallback_to_direct_after_socks_failure(testbed):
+def test_failover_fallback_to_direct_after_socks_failure(testbed: Testbed):
     # dante with auth, no credentials given: a ProxyError, then the single DIRECT attempt
     selector = ListSelector([fastnet.Proxy.socks(*testbed.socks5_auth)])
     with fastnet.Client(proxy_selector=selector, fallback_to_direct=True) as client:
         r = client.get(testbed.url("/whoami"))
-        assert r.status_code == 200 and r.route.proxy.is_direct
+        assert r.status_code == 200 and route_of(r).proxy.is_direct
     assert selector.failures and selector.failures[0][2] == "ProxyError"
 
 
-def test_failover_proxy_host_resolved_with_client_dns(testbed):
+def test_failover_proxy_host_resolved_with_client_dns(testbed: Testbed):
     # an HTTP proxy named by host: the client's Dns resolves it, failover across its addresses
     dns = OrderedDns({"proxy.local": ["127.0.0.4", testbed.squid_open[0]]})
     proxy = fastnet.Proxy.http("proxy.local", testbed.squid_open[1])

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_pool_clean, make_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer
+from tests.support.clients import assert_pool_clean, make_client, route_of
+from tests.support.testbed import Testbed
 
 pytestmark = [pytest.mark.testbed, pytest.mark.both_clients]
 
@@ -52,11 +53,11 @@ class MapDns:
             raise fastnet.UnknownHostError(f"MapDns: {hostname}") from None
 
 
-def squid_log(testbed: Any) -> Path:
+def squid_log(testbed: Testbed) -> Path:
     return Path(testbed.root) / "squid" / "access.log"
 
 
-def squid_log_offset(testbed: Any) -> int | None:
+def squid_log_offset(testbed: Testbed) -> int | None:
     try:
         return squid_log(testbed).stat().st_size
     except OSError:
@@ -64,7 +65,7 @@ def squid_log_offset(testbed: Any) -> int | None:
 
 
 def squid_logged(
-    testbed: Any, offset: int | None, needle: str, count: int = 1, timeout: float = 5.0
+    testbed: Testbed, offset: int | None, needle: str, count: int = 1, timeout: float = 5.0
 ) -> list[str] | None:
     """squid's complete access-log lines written after ``offset`` that contain ``needle``, once there are
     ``count`` of them or ``timeout`` has passed (squid writes a line after it answered, so it may lag
@@ -93,15 +94,15 @@ def via_squid(response: Any) -> bool:
 # --------------------------------------------------------------------------------------- HTTP proxy
 
 
-def test_proxies_http_absolute_form_through_squid(testbed):
+def test_proxies_http_absolute_form_through_squid(testbed: Testbed):
     offset = squid_log_offset(testbed)
     url = testbed.url("/whoami", host="127.0.0.2")
     with make_client(trust_env=False, proxy=fastnet.Proxy.http(*testbed.squid_open)) as client:
         r = client.get(url)
         assert r.status_code == 200 and "addr=127.0.0.2" in r.text
         assert via_squid(r)
-        assert r.route.proxy == fastnet.Proxy.http(*testbed.squid_open)
-        assert r.route.socket_address == testbed.squid_open
+        assert route_of(r).proxy == fastnet.Proxy.http(*testbed.squid_open)
+        assert route_of(r).socket_address == testbed.squid_open
         again = client.get(url)
         assert again.status_code == 200
         assert client.connection_pool.connection_count() == 1  # keep-alive to the proxy
@@ -111,7 +112,7 @@ def test_proxies_http_absolute_form_through_squid(testbed):
         assert len(lines) == 2  # the request line squid saw was the absolute URL
 
 
-def test_proxies_http_proxy_credentials_on_the_proxy(testbed):
+def test_proxies_http_proxy_credentials_on_the_proxy(testbed: Testbed):
     offset = squid_log_offset(testbed)
     proxy = fastnet.Proxy.http(*testbed.squid, username=testbed.squid_user, password=testbed.squid_password)
     with MockServer(host="127.0.0.3") as origin:
@@ -129,18 +130,18 @@ def test_proxies_http_proxy_credentials_on_the_proxy(testbed):
         assert lines and f" {testbed.squid_user} " in lines[0]
 
 
-def test_proxies_http_proxy_credentials_from_url(testbed):
+def test_proxies_http_proxy_credentials_from_url(testbed: Testbed):
     host, port = testbed.squid
     url = f"http://{testbed.squid_user}:{testbed.squid_password}@{host}:{port}"
     with make_client(trust_env=False, proxy=url, verify=testbed.ca_path) as client:
         r = client.get(testbed.url("/whoami"))
         assert r.status_code == 200 and r.history == [] and via_squid(r)
         assert client.get(testbed.url("/whoami", tls=True)).status_code == 200
-        assert r.route.proxy.username == testbed.squid_user
-        assert "s3cret" not in str(r.route) and "s3cret" not in repr(r.route.proxy)
+        assert route_of(r).proxy.username == testbed.squid_user
+        assert "s3cret" not in str(r.route) and "s3cret" not in repr(route_of(r).proxy)
 
 
-def test_proxies_http_proxy_authenticator_reactive(testbed):
+def test_proxies_http_proxy_authenticator_reactive(testbed: Testbed):
     auth = fastnet.BasicAuthenticator(testbed.squid_user, testbed.squid_password)
     with make_client(
         trust_env=False, proxy=fastnet.Proxy.http(*testbed.squid), proxy_authenticator=auth
@@ -148,10 +149,11 @@ def test_proxies_http_proxy_authenticator_reactive(testbed):
         r = client.get(testbed.url("/whoami"))
         assert r.status_code == 200 and via_squid(r)
         assert [p.status_code for p in r.history] == [407]
+        assert r.request is not None
         assert r.request.header("Proxy-Authorization") == auth.credentials
 
 
-def test_proxies_origin_credentials_never_reach_the_proxy_log(testbed):
+def test_proxies_origin_credentials_never_reach_the_proxy_log(testbed: Testbed):
     # Authorization belongs to the origin: squid passes it on untouched, and the origin gets no
     # Proxy-Authorization even when the caller put one on the request for an origin reached through
     # a CONNECT tunnel.
@@ -171,7 +173,7 @@ def test_proxies_origin_credentials_never_reach_the_proxy_log(testbed):
 # --------------------------------------------------------------------------------------- CONNECT
 
 
-def test_proxies_https_through_squid_connect(testbed):
+def test_proxies_https_through_squid_connect(testbed: Testbed):
     offset = squid_log_offset(testbed)
     dns = RefusingDns()
     proxy = fastnet.Proxy.http(*testbed.squid_open)
@@ -180,7 +182,7 @@ def test_proxies_https_through_squid_connect(testbed):
         url = f"https://localhost:{testbed.https_port}/whoami"
         r = client.get(url)
         assert r.status_code == 200 and "scheme=https" in r.text
-        assert r.route.requires_tunnel and r.route.proxy == proxy
+        assert route_of(r).requires_tunnel and route_of(r).proxy == proxy
         assert client.get(url).status_code == 200
         assert client.connection_pool.connection_count() == 1
     assert dns.asked == []
@@ -230,7 +232,7 @@ class RecordingAuthenticator:
         return self.basic.authenticate(route, response)
 
 
-def test_proxies_https_connect_preemptive_auth(testbed):
+def test_proxies_https_connect_preemptive_auth(testbed: Testbed):
     auth = RecordingAuthenticator(testbed.squid_user, testbed.squid_password, preemptive=True)
     with make_client(
         trust_env=False,
@@ -244,7 +246,7 @@ def test_proxies_https_connect_preemptive_auth(testbed):
     assert auth.seen == [(407, "Preemptive Authenticate", ["fastnet-preemptive"])]
 
 
-def test_proxies_https_connect_reactive_auth(testbed):
+def test_proxies_https_connect_reactive_auth(testbed: Testbed):
     auth = RecordingAuthenticator(testbed.squid_user, testbed.squid_password, preemptive=False)
     with make_client(
         trust_env=False,
@@ -261,7 +263,7 @@ def test_proxies_https_connect_reactive_auth(testbed):
     assert len(auth.seen) == 2
 
 
-def test_proxies_https_connect_wrong_password(testbed):
+def test_proxies_https_connect_wrong_password(testbed: Testbed):
     auth = fastnet.BasicAuthenticator(testbed.squid_user, "wrong")
     with make_client(
         trust_env=False,
@@ -280,19 +282,19 @@ def test_proxies_https_connect_wrong_password(testbed):
 # --------------------------------------------------------------------------------------- SOCKS5
 
 
-def test_proxies_socks5_without_auth(testbed):
+def test_proxies_socks5_without_auth(testbed: Testbed):
     proxy = fastnet.Proxy.socks(*testbed.socks5)
     with make_client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
         r = client.get(testbed.url("/whoami", host="127.0.0.3"))
         assert r.status_code == 200 and "addr=127.0.0.3" in r.text
-        assert r.route.proxy is proxy and r.route.proxy.type is fastnet.ProxyType.SOCKS
+        assert route_of(r).proxy is proxy and route_of(r).proxy.type is fastnet.ProxyType.SOCKS
         r = client.get(testbed.url("/whoami", host="127.0.0.3", tls=True))
         assert r.status_code == 200 and "scheme=https" in r.text
         assert client.get(testbed.url("/whoami", host="127.0.0.3")).status_code == 200
         assert client.connection_pool.connection_count() == 2  # one http, one https; reused
 
 
-def test_proxies_socks5_with_auth(testbed):
+def test_proxies_socks5_with_auth(testbed: Testbed):
     proxy = fastnet.Proxy.socks(
         *testbed.socks5_auth, username=testbed.socks_user, password=testbed.socks_password
     )
@@ -303,7 +305,7 @@ def test_proxies_socks5_with_auth(testbed):
         assert client.get(testbed.url("/whoami")).status_code == 200
 
 
-def test_proxies_socks5_auth_missing_or_wrong(testbed):
+def test_proxies_socks5_auth_missing_or_wrong(testbed: Testbed):
     with make_client(trust_env=False, proxy=fastnet.Proxy.socks(*testbed.socks5_auth)) as client:
         with pytest.raises(fastnet.ProxyError) as info:
             client.get(testbed.url("/whoami"))
@@ -316,7 +318,7 @@ def test_proxies_socks5_auth_missing_or_wrong(testbed):
         assert "rejected" in str(info.value) and "not-it" not in str(info.value)
 
 
-def test_proxies_socks5_remote_dns(testbed):
+def test_proxies_socks5_remote_dns(testbed: Testbed):
     dns = RefusingDns()
     with make_client(trust_env=False, proxy=fastnet.Proxy.socks(*testbed.socks5), dns=dns) as client:
         r = client.get(f"http://localhost:{testbed.http_port}/whoami")
@@ -325,7 +327,7 @@ def test_proxies_socks5_remote_dns(testbed):
     assert dns.asked == []  # dante resolved "localhost"
 
 
-def test_proxies_socks5_local_dns(testbed):
+def test_proxies_socks5_local_dns(testbed: Testbed):
     # socks5:// (not socks5h://): the client resolves, with its own Dns, and sends the IP
     dns = MapDns({"origin.test": ["127.0.0.2"]})
     proxy = fastnet.Proxy.from_url(f"socks5://127.0.0.1:{testbed.socks5[1]}")
@@ -333,11 +335,11 @@ def test_proxies_socks5_local_dns(testbed):
     with make_client(trust_env=False, proxy=proxy, dns=dns) as client:
         r = client.get(f"http://origin.test:{testbed.http_port}/whoami")
         assert r.status_code == 200 and "addr=127.0.0.2" in r.text and "host=origin.test" in r.text
-        assert r.route.socket_address == ("127.0.0.2", testbed.http_port)
+        assert route_of(r).socket_address == ("127.0.0.2", testbed.http_port)
     assert dns.asked == ["origin.test"]
 
 
-def test_proxies_socks5_ipv6(testbed):
+def test_proxies_socks5_ipv6(testbed: Testbed):
     proxy = fastnet.Proxy.socks("::1", testbed.socks5[1])
     with make_client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
         r = client.get(testbed.url("/whoami", host="::1"))
@@ -346,14 +348,14 @@ def test_proxies_socks5_ipv6(testbed):
         assert r.status_code == 200 and "scheme=https" in r.text
 
 
-def test_proxies_http_proxy_over_ipv6(testbed):
+def test_proxies_http_proxy_over_ipv6(testbed: Testbed):
     proxy = fastnet.Proxy.http("::1", testbed.squid_open[1])
     with make_client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
         assert via_squid(client.get(testbed.url("/whoami", host="::1")))
         assert "scheme=https" in client.get(testbed.url("/whoami", host="::1", tls=True)).text
 
 
-def test_proxies_socks4_through_dante(testbed):
+def test_proxies_socks4_through_dante(testbed: Testbed):
     # dante speaks SOCKS4 as well (IPv4 targets; it rejects SOCKS4a names, which is a clear ProxyError)
     dns = RefusingDns()
     with make_client(
@@ -370,17 +372,17 @@ def test_proxies_socks4_through_dante(testbed):
 # --------------------------------------------------------------------------------------- overrides
 
 
-def test_proxies_per_request_override_shares_the_pool(testbed):
+def test_proxies_per_request_override_shares_the_pool(testbed: Testbed):
     squid = fastnet.Proxy.http(*testbed.squid_open)
     socks = fastnet.Proxy.socks(*testbed.socks5)
     url = testbed.url("/whoami")
     with make_client(trust_env=False) as client:
         direct = client.get(url)
-        assert direct.route.proxy.is_direct and not via_squid(direct)
+        assert route_of(direct).proxy.is_direct and not via_squid(direct)
         through_squid = client.get(url, proxy=squid)
-        assert via_squid(through_squid) and through_squid.route.proxy == squid
+        assert via_squid(through_squid) and route_of(through_squid).proxy == squid
         through_socks = client.get(url, proxy=socks)
-        assert through_socks.route.proxy == socks
+        assert route_of(through_socks).proxy == socks
         assert client.connection_pool.connection_count() == 3
         # the same three connections are reused, whichever order the proxies come in
         for proxy in (socks, None, squid, socks):
@@ -396,17 +398,17 @@ def test_proxies_per_request_override_shares_the_pool(testbed):
         assert client.connection_pool.connection_count() == 3
 
 
-def test_proxies_no_proxy_disables_the_client_proxy(testbed, monkeypatch):
+def test_proxies_no_proxy_disables_the_client_proxy(testbed: Testbed, monkeypatch):
     refused = fastnet.Proxy.http(*testbed.refused)  # nothing listens there
     with make_client(trust_env=False, proxy=refused) as client:
         r = client.get(testbed.url("/whoami"), proxy=fastnet.Proxy.NO_PROXY)
-        assert r.status_code == 200 and r.route.proxy.is_direct
+        assert r.status_code == 200 and route_of(r).proxy.is_direct
         with pytest.raises(fastnet.ConnectError):
             client.get(testbed.url("/whoami"))
     monkeypatch.setenv("http_proxy", f"http://{testbed.refused[0]}:{testbed.refused[1]}")
     with make_client(trust_env=True, proxy=fastnet.Proxy.NO_PROXY) as client:
         r = client.get(testbed.url("/whoami"))
-        assert r.status_code == 200 and r.route.proxy.is_direct
+        assert r.status_code == 200 and route_of(r).proxy.is_direct
 
 
 def _clear_proxy_env(monkeypatch: Any) -> None:
@@ -416,7 +418,7 @@ def _clear_proxy_env(monkeypatch: Any) -> None:
     monkeypatch.delenv("REQUEST_METHOD", raising=False)
 
 
-def test_proxies_env_selector_read_once_per_client(testbed, monkeypatch):
+def test_proxies_env_selector_read_once_per_client(testbed: Testbed, monkeypatch):
     _clear_proxy_env(monkeypatch)
     squid = f"http://{testbed.squid_open[0]}:{testbed.squid_open[1]}"
     monkeypatch.setenv("http_proxy", squid)
@@ -429,10 +431,10 @@ def test_proxies_env_selector_read_once_per_client(testbed, monkeypatch):
         r = client.get(testbed.url("/whoami"))
         assert via_squid(r)
         r = client.get(testbed.url("/whoami", tls=True))
-        assert r.route.requires_tunnel
+        assert route_of(r).requires_tunnel
         for host in ("127.0.0.2", "127.0.0.3"):  # a host and a CIDR range in no_proxy
             r = client.get(testbed.url("/whoami", host=host))
-            assert r.route.proxy.is_direct and not via_squid(r)
+            assert route_of(r).proxy.is_direct and not via_squid(r)
         # a sibling keeps the selector (and so the environment it read)
         assert via_squid(client.with_options(read_timeout=3).get(testbed.url("/whoami")))
     with make_client(trust_env=True) as fresh:  # a new client reads the new environment
@@ -440,10 +442,10 @@ def test_proxies_env_selector_read_once_per_client(testbed, monkeypatch):
             fresh.get(testbed.url("/whoami"))
         assert fresh.get(testbed.url("/whoami"), proxy=fastnet.Proxy.NO_PROXY).status_code == 200
     with make_client(trust_env=False) as ignoring:
-        assert ignoring.get(testbed.url("/whoami")).route.proxy.is_direct
+        assert route_of(ignoring.get(testbed.url("/whoami"))).proxy.is_direct
 
 
-def test_proxies_env_lowercase_wins(testbed, monkeypatch):
+def test_proxies_env_lowercase_wins(testbed: Testbed, monkeypatch):
     _clear_proxy_env(monkeypatch)
     monkeypatch.setenv("HTTP_PROXY", f"http://{testbed.refused[0]}:{testbed.refused[1]}")
     monkeypatch.setenv("http_proxy", f"http://{testbed.squid_open[0]}:{testbed.squid_open[1]}")
@@ -453,7 +455,7 @@ def test_proxies_env_lowercase_wins(testbed, monkeypatch):
     monkeypatch.setenv("all_proxy", f"socks5h://{testbed.socks5[0]}:{testbed.socks5[1]}")
     with make_client(trust_env=True) as client:
         r = client.get(testbed.url("/whoami"))
-        assert r.route.proxy == fastnet.Proxy.socks(*testbed.socks5)
+        assert route_of(r).proxy == fastnet.Proxy.socks(*testbed.socks5)
 
 
 # --------------------------------------------------------------------------------------- HTTPS proxy
@@ -464,7 +466,7 @@ class TlsTerminator:
     and the plain bytes relayed to squid, so squid does the proxying. One thread per connection, each
     bounded in time; every socket is closed on ``close()``."""
 
-    def __init__(self, testbed: Any, upstream: tuple[str, int], host: str = "127.0.0.1") -> None:
+    def __init__(self, testbed: Testbed, upstream: tuple[str, int], host: str = "127.0.0.1") -> None:
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.load_cert_chain(testbed.cert_path, testbed.key_path)
         self.upstream = upstream
@@ -476,7 +478,7 @@ class TlsTerminator:
         self.address = self.listener.getsockname()[:2]
         self.stop = threading.Event()
         self.connections = 0
-        self.resumed: list[bool] = []  # per handshake: whether it resumed a TLS session
+        self.resumed: list[bool | None] = []  # per handshake: whether it resumed a TLS session
         self.threads: list[threading.Thread] = []
         self.accepter = threading.Thread(target=self._accept, daemon=True)
         self.accepter.start()
@@ -539,7 +541,7 @@ class TlsTerminator:
         self.close()
 
 
-def test_proxies_https_proxy_http_origin(testbed):
+def test_proxies_https_proxy_http_origin(testbed: Testbed):
     with TlsTerminator(testbed, testbed.squid_open) as terminator:
         proxy = fastnet.Proxy.https(*terminator.address)
         assert proxy.tls and proxy.scheme == "https"
@@ -554,13 +556,13 @@ def test_proxies_https_proxy_http_origin(testbed):
         assert terminator.connections == 2
 
 
-def test_proxies_https_proxy_https_origin_tls_inside_tls(testbed):
+def test_proxies_https_proxy_https_origin_tls_inside_tls(testbed: Testbed):
     with TlsTerminator(testbed, testbed.squid_open) as terminator:
         proxy = fastnet.Proxy.https(*terminator.address)
         with make_client(trust_env=False, proxy=proxy, verify=testbed.ca_path) as client:
             r = client.get(testbed.url("/whoami", tls=True))
             assert r.status_code == 200 and "scheme=https" in r.text
-            assert r.route.requires_tunnel
+            assert route_of(r).requires_tunnel
             big = client.get(testbed.url("/1m.bin", tls=True))
             assert big.content == (Path(testbed.www) / "1m.bin").read_bytes()
             for _ in range(3):
@@ -571,11 +573,12 @@ def test_proxies_https_proxy_https_origin_tls_inside_tls(testbed):
         assert terminator.connections == 1
 
 
-def test_proxies_tls_inside_tls_resumes_both_sessions(testbed):
+def test_proxies_tls_inside_tls_resumes_both_sessions(testbed: Testbed):
     # a new connection through an HTTPS proxy resumes the proxy's session and, inside it, the origin's
     seen: list[tuple[bool, bool]] = []
 
     def network(chain: fastnet.Chain) -> fastnet.Response:
+        assert chain.connection is not None
         sock = chain.connection.sock
         seen.append((bool(sock.session_reused), bool(sock.outer.session_reused)))
         return chain.proceed(chain.request)
@@ -602,7 +605,7 @@ def test_proxies_tls_inside_tls_resumes_both_sessions(testbed):
     assert seen == [(False, False), (True, True), (True, True)]
 
 
-def test_proxies_tls_inside_tls_survives_the_idle_health_check(testbed):
+def test_proxies_tls_inside_tls_survives_the_idle_health_check(testbed: Testbed):
     with TlsTerminator(testbed, testbed.squid_open) as terminator:
         with make_client(
             trust_env=False, proxy=fastnet.Proxy.https(*terminator.address), verify=testbed.ca_path
@@ -614,7 +617,7 @@ def test_proxies_tls_inside_tls_survives_the_idle_health_check(testbed):
         assert terminator.connections == 1
 
 
-def test_proxies_https_proxy_with_auth_through_tls(testbed):
+def test_proxies_https_proxy_with_auth_through_tls(testbed: Testbed):
     with TlsTerminator(testbed, testbed.squid) as terminator:
         auth = fastnet.BasicAuthenticator(testbed.squid_user, testbed.squid_password)
         proxy = fastnet.Proxy.https(*terminator.address)
@@ -626,7 +629,7 @@ def test_proxies_https_proxy_with_auth_through_tls(testbed):
             assert r.status_code == 200 and via_squid(r)
 
 
-def test_proxies_https_proxy_untrusted_certificate(testbed):
+def test_proxies_https_proxy_untrusted_certificate(testbed: Testbed):
     with TlsTerminator(testbed, testbed.squid_open) as terminator:
         with make_client(trust_env=False, proxy=fastnet.Proxy.https(*terminator.address)) as client:
             with pytest.raises(fastnet.TlsVerificationError):
@@ -634,7 +637,7 @@ def test_proxies_https_proxy_untrusted_certificate(testbed):
             assert_pool_clean(client)
 
 
-def test_proxies_https_proxy_407_close_reconnects_over_tls(testbed):
+def test_proxies_https_proxy_407_close_reconnects_over_tls(testbed: Testbed):
     # terminator (TLS to the proxy) in front of a scripted proxy: 407 + Connection: close, so the
     # second CONNECT needs a new socket, and TLS to the proxy again, before TLS inside TLS to the origin
     with MockServer(tls=True) as scripted:

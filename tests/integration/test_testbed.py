@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from testbed import STATE_DIR, Testbed, TestbedError
+
+from tests.support.testbed import STATE_DIR, Testbed, TestbedError
 
 dns_message = pytest.importorskip("dns.message")
 dns_query = pytest.importorskip("dns.query")

@@ -11,11 +11,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from conftest import Twins, available_twins
-from loadkit import drive, group, refused_port
 
 from fastnet.load._hist import HIGHEST_US, Histograms, new_histogram
 from fastnet.testing import MockResponse, MockServer, RecordedRequest, SocketPolicy
+from tests.support.loadkit import drive, group, refused_port
+from tests.support.twins import Twins, available_twins
 
 LOOP = "fastnet.load.loop"
 

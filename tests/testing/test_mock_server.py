@@ -465,7 +465,7 @@ def test_mock_server_response_object_is_immutable() -> None:
     assert resp.header("a") == "1"
     assert resp.reason == "OK"
     with pytest.raises(AttributeError):
-        resp.status = 500  # type: ignore[misc]
+        resp.status = 500
     with pytest.raises(ValueError):
         MockResponse(chunk_size=0)
 

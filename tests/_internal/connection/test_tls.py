@@ -9,11 +9,11 @@ import time
 from typing import Any
 
 import pytest
-from conftest import make_fast_client
-from fakes import FakeDns, RecordingListener
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.clients import make_fast_client
+from tests.support.fakes import FakeDns, RecordingListener
 
 pytestmark = pytest.mark.both_clients
 
@@ -52,7 +52,7 @@ def test_tls_untrusted_ca_is_verification_error(tls_server: MockServer) -> None:
         assert client.connection_pool.connection_count() == 0
     exc = info.value
     assert isinstance(exc, fastnet.TlsError) and exc.phase == "tls"
-    assert exc.url is not None and exc.url.origin == fastnet.URL(tls_server.url("/x")).origin
+    assert isinstance(exc.url, fastnet.URL) and exc.url.origin == fastnet.URL(tls_server.url("/x")).origin
     assert tls_server.request_count == 0
 
 

@@ -9,10 +9,10 @@ import base64
 from typing import Any
 
 import pytest
-from conftest import assert_pool_clean, make_fast_client
 
 import fastnet
 from fastnet.testing import MockResponse, MockServer, SocketPolicy
+from tests.support.clients import assert_pool_clean, make_fast_client, route_of
 
 pytestmark = pytest.mark.both_clients
 
@@ -329,7 +329,7 @@ def test_proxy_faults_selector_empty_means_direct(answer):
         origin.enqueue(MockResponse(200, body=b"direct"))
         with fastnet.Client(proxy_selector=JunkSelector(answer)) as client:
             r = client.get(origin.url("/"))
-            assert r.text == "direct" and r.route.proxy.is_direct
+            assert r.text == "direct" and route_of(r).proxy.is_direct
 
 
 def test_proxy_faults_selector_proxy_that_is_refused_names_it():

@@ -1,0 +1,42 @@
+"""The monotonic clock (``fastnet._internal.util.clock``), both twins: the C twin reads
+``clock_gettime(CLOCK_MONOTONIC)``, the clock ``time.monotonic`` reads, so the two interleave in order;
+and the dispatcher exports the twin the build loaded."""
+
+from __future__ import annotations
+
+import time
+import types
+
+import pytest
+
+from fastnet import _compat
+from fastnet._internal.util import clock
+from tests.support.twins import Twins
+
+
+@pytest.fixture
+def twin(twins: Twins) -> types.ModuleType:
+    return twins("fastnet._internal.util.clock")
+
+
+def test_clock_is_the_clock_time_monotonic_reads(twin: types.ModuleType) -> None:
+    for _ in range(1000):
+        before = time.monotonic()
+        now = twin.monotonic()
+        after = time.monotonic()
+        assert before <= now + 1e-6 and now <= after + 1e-6  # a double of seconds: rounding only
+
+
+def test_clock_never_goes_back(twin: types.ModuleType) -> None:
+    readings = [twin.monotonic() for _ in range(10_000)]
+    assert readings == sorted(readings)
+    assert all(isinstance(r, float) for r in readings[:10])
+
+
+def test_clock_dispatcher_exports_the_loaded_twin() -> None:
+    assert clock.__all__ == ["monotonic"]
+    if "fastnet._internal.util.clock" in _compat.loaded_compiled:
+        assert not _compat.NO_EXTENSIONS
+        assert clock.monotonic.__module__ == "fastnet._internal.util.clock"
+    else:
+        assert clock.monotonic is time.monotonic  # the pure twin is time.monotonic itself
