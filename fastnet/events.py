@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fastnet._internal._sync.real_connection import RealConnection
-    from fastnet._internal.connection.connection_user import ConnectionUser
     from fastnet.proxy import Proxy
     from fastnet.request import Request
     from fastnet.response import Response
@@ -92,9 +91,9 @@ class LoggingEventListener(EventListener):
     def __init__(self, logger: logging.Logger | None = None, level: int = logging.DEBUG) -> None:
         self.logger = logger or logging.getLogger("fastnet.events")
         self.level = level
-        self._starts: weakref.WeakKeyDictionary[ConnectionUser, float] = weakref.WeakKeyDictionary()
+        self._starts: weakref.WeakKeyDictionary[object, float] = weakref.WeakKeyDictionary()
 
-    def _log(self, call: Any, event: str, detail: str = "") -> None:
+    def _log(self, call: object, event: str, detail: str = "") -> None:
         if not self.logger.isEnabledFor(self.level):
             return
         now = time.perf_counter()
@@ -104,91 +103,91 @@ class LoggingEventListener(EventListener):
             start = now
         self.logger.log(self.level, "%9.3f ms %r %s%s", (now - start) * 1000, call, event, detail)
 
-    def call_start(self, call: Any) -> None:
+    def call_start(self, call: object) -> None:
         self._log(call, "call start")
 
-    def dispatcher_queue_start(self, call: Any) -> None:
+    def dispatcher_queue_start(self, call: object) -> None:
         self._log(call, "dispatcher queue start")
 
-    def dispatcher_queue_end(self, call: Any) -> None:
+    def dispatcher_queue_end(self, call: object) -> None:
         self._log(call, "dispatcher queue end")
 
-    def proxy_select_start(self, call: Any, url: URL | None) -> None:
+    def proxy_select_start(self, call: object, url: URL | None) -> None:
         self._log(call, "proxy select start")
 
-    def proxy_select_end(self, call: Any, url: URL | None, proxies: list[Proxy]) -> None:
+    def proxy_select_end(self, call: object, url: URL | None, proxies: list[Proxy]) -> None:
         self._log(call, "proxy select end", f" {proxies}")
 
-    def dns_start(self, call: Any, host: str) -> None:
+    def dns_start(self, call: object, host: str) -> None:
         self._log(call, "dns start", f" {host}")
 
-    def dns_end(self, call: Any, host: str, addresses: list[str]) -> None:
+    def dns_end(self, call: object, host: str, addresses: list[str]) -> None:
         self._log(call, "dns end", f" {host} -> {', '.join(map(str, addresses))}")
 
-    def connect_start(self, call: Any, route: Route) -> None:
+    def connect_start(self, call: object, route: Route) -> None:
         self._log(call, "connect start", f" {route}")
 
-    def secure_connect_start(self, call: Any) -> None:
+    def secure_connect_start(self, call: object) -> None:
         self._log(call, "secure connect start")
 
-    def secure_connect_end(self, call: Any, tls_version: str | None) -> None:
+    def secure_connect_end(self, call: object, tls_version: str | None) -> None:
         self._log(call, "secure connect end", f" {tls_version}")
 
-    def connect_end(self, call: Any, route: Route) -> None:
+    def connect_end(self, call: object, route: Route) -> None:
         self._log(call, "connect end", f" {route}")
 
-    def connect_failed(self, call: Any, route: Route, error: BaseException) -> None:
+    def connect_failed(self, call: object, route: Route, error: BaseException) -> None:
         self._log(call, "connect failed", f" {route}: {error}")
 
-    def connection_acquired(self, call: Any, connection: RealConnection) -> None:
+    def connection_acquired(self, call: object, connection: RealConnection) -> None:
         self._log(call, "connection acquired", f" {connection}")
 
-    def connection_released(self, call: Any, connection: RealConnection) -> None:
+    def connection_released(self, call: object, connection: RealConnection) -> None:
         self._log(call, "connection released", f" {connection}")
 
-    def request_headers_start(self, call: Any) -> None:
+    def request_headers_start(self, call: object) -> None:
         self._log(call, "request headers start")
 
-    def request_headers_end(self, call: Any, request: Request) -> None:
+    def request_headers_end(self, call: object, request: Request) -> None:
         self._log(call, "request headers end")
 
-    def request_body_start(self, call: Any) -> None:
+    def request_body_start(self, call: object) -> None:
         self._log(call, "request body start")
 
-    def request_body_end(self, call: Any, byte_count: int) -> None:
+    def request_body_end(self, call: object, byte_count: int) -> None:
         self._log(call, "request body end", f" ({byte_count} bytes)")
 
-    def request_failed(self, call: Any, error: BaseException) -> None:
+    def request_failed(self, call: object, error: BaseException) -> None:
         self._log(call, "request failed", f": {error}")
 
-    def response_headers_start(self, call: Any) -> None:
+    def response_headers_start(self, call: object) -> None:
         self._log(call, "response headers start")
 
-    def response_headers_end(self, call: Any, response: Response) -> None:
+    def response_headers_end(self, call: object, response: Response) -> None:
         self._log(call, "response headers end", f" {response.status_code} {response.reason}")
 
-    def response_body_start(self, call: Any) -> None:
+    def response_body_start(self, call: object) -> None:
         self._log(call, "response body start")
 
-    def response_body_end(self, call: Any, byte_count: int) -> None:
+    def response_body_end(self, call: object, byte_count: int) -> None:
         self._log(call, "response body end", f" ({byte_count} bytes)")
 
-    def response_failed(self, call: Any, error: BaseException) -> None:
+    def response_failed(self, call: object, error: BaseException) -> None:
         self._log(call, "response failed", f": {error}")
 
-    def retry_decision(self, call: Any, error: BaseException, retry: bool) -> None:
+    def retry_decision(self, call: object, error: BaseException, retry: bool) -> None:
         self._log(call, "retry decision", f" {'retry' if retry else 'give up'} after: {error}")
 
-    def follow_up_decision(self, call: Any, response: Response, next_request: Request | None) -> None:
+    def follow_up_decision(self, call: object, response: Response, next_request: Request | None) -> None:
         self._log(
             call, "follow-up decision", f" -> {next_request!r}" if next_request is not None else " none"
         )
 
-    def call_end(self, call: Any) -> None:
+    def call_end(self, call: object) -> None:
         self._log(call, "call end")
 
-    def call_failed(self, call: Any, error: BaseException) -> None:
+    def call_failed(self, call: object, error: BaseException) -> None:
         self._log(call, "call failed", f": {error}")
 
-    def canceled(self, call: Any) -> None:
+    def canceled(self, call: object) -> None:
         self._log(call, "canceled")
