@@ -26,7 +26,7 @@ skip end``; a comment line ``# sync-only: <code>`` becomes ``<code>``. In docstr
 ``.. async-only`` line is dropped, one opened by ``.. sync-only`` is kept as written (it speaks of the
 generated file), each closed by ``.. end``; the marker lines are RST comments, so they do not show in rendered
 docs. The result's imports are sorted and it is formatted with ruff (renamed modules sort elsewhere, and lines
-that lost an ``await`` may now fit on one line). """
+that lost an ``await`` may now fit on one line)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ENGINE = "fastnet/_internal"
 
 #: The engine modules generated whole: ``_async/x.py`` (the source) becomes ``_sync/x.py``.
-MODULES = ("bridge", "call_server", "chain", "connect", "exchange", "retry_follow_up")
+MODULES = ("bridge", "call_server", "chain", "connect", "exchange", "map_calls", "retry_follow_up")
 
 #: asyncio source → generated blocking module.
 FILES = {f"{ENGINE}/_async/{name}.py": f"{ENGINE}/_sync/{name}.py" for name in MODULES}
