@@ -355,7 +355,7 @@ class AsyncClient(ClientBase):
                 cookies,
                 stream,
             )
-        response: Response = await _request(core, method, url, headers, body, json, stream, proxy)
+        response: Response = await _request(core, method, url, headers, body, json, proxy, stream=stream)
         return response
 
     async def get(

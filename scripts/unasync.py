@@ -41,7 +41,16 @@ ROOT = Path(__file__).resolve().parent.parent
 ENGINE = "fastnet/_internal"
 
 #: The engine modules generated whole: ``_async/x.py`` (the source) becomes ``_sync/x.py``.
-MODULES = ("bridge", "call_server", "chain", "connect", "exchange", "map_calls", "retry_follow_up")
+MODULES = (
+    "bridge",
+    "call_server",
+    "chain",
+    "connect",
+    "exchange",
+    "map_calls",
+    "real_call",
+    "retry_follow_up",
+)
 
 #: asyncio source → generated blocking module.
 FILES = {f"{ENGINE}/_async/{name}.py": f"{ENGINE}/_sync/{name}.py" for name in MODULES}
@@ -64,6 +73,7 @@ NAMES = {
     "aiter_lines": "iter_lines",
     "alookup": "lookup",
     "aread": "read",
+    "asend": "send",
     "aread_all": "read_all",
     "aread_chunk": "read_chunk",
     "areadinto": "readinto",

@@ -13,9 +13,13 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Lock", "Queue", "QueueEmpty", "StateLock", "start_worker", "stop_workers"]
+from fastnet._internal.call.client_core import watchdog
+
+if TYPE_CHECKING:
+    from fastnet.response import Response
 
 
 # -- map's workers (map_calls) -----------------------------------------------------------------------
@@ -48,3 +52,56 @@ def stop_workers(workers: list[threading.Thread], calls: list[Any]) -> None:
     deadline = time.monotonic() + _JOIN_SECONDS
     for worker in workers:
         worker.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
+# -- the call (real_call): where it runs, its timeout, cancel from any thread, backoff, enqueue ------
+# The call runs on the caller's thread; ``cancel()`` from any thread shuts its socket down (the call's
+# own work) and wakes a backoff sleep; the call timeout is the process's watchdog thread, which gives up
+# on a call whose deadline is no longer the one it was armed with (``end``/``fail`` set it to -1).
+
+
+def call_failed(call: Any, exc: BaseException) -> BaseException:
+    """The error the call fails with when ``exc`` ended ``execute()``: ``exc``."""
+    return exc
+
+
+def arm_call_timeout(call: Any, seconds: float) -> None:
+    """Cancel the call as ``CallTimeout`` at its deadline (the watchdog)."""
+    watchdog().watch(call)
+
+
+def disarm_call_timeout(call: Any) -> None:
+    """The call ended before its timeout: nothing to do (the watchdog reads the deadline)."""
+
+
+def cancel_elsewhere(call: Any) -> bool:
+    """``cancel()`` runs on any thread: False."""
+    return False
+
+
+def interrupt(call: Any) -> None:
+    """``cancel()``: wake a backoff sleep."""
+    wakeup = call.wakeup
+    if wakeup is not None:
+        wakeup.set()
+
+
+def backoff_sleep(call: Any, seconds: float) -> None:
+    """Wait ``seconds``: ``cancel()`` cuts it short (``interrupt``)."""
+    wakeup = call.wakeup
+    if wakeup is None:
+        wakeup = call.wakeup = threading.Event()
+    if not call.canceled:  # a cancel() before the event was there could not set it
+        wakeup.wait(seconds)
+
+
+#: What ``enqueue()`` returns: the future of the call's response.
+CallFuture = Future
+
+
+def run_in_background(call: Any, callback: Any, stream: bool) -> Future[Response]:
+    """Run ``call`` on its client's dispatcher: the future of its response, the body read unless
+    ``stream``; ``callback``'s ``on_response``/``on_failure`` run on the dispatcher's thread before the
+    future resolves."""
+    future: Future[Response] = call.client.dispatcher.enqueue(call, callback, stream)
+    return future
