@@ -59,15 +59,7 @@ async def stop_workers(workers: list[asyncio.Task[None]], calls: list[Any]) -> N
 # -- the call (real_call): where it runs, its timeout, cancel from any thread, backoff, enqueue ------
 # The call runs on the running loop; ``cancel()`` from another thread hops onto it, and interrupts the
 # call by canceling the task awaiting ``execute()``; the call timeout is a timer on that loop.
-# ``enter_call`` has no blocking counterpart (the source calls it on an ``# async-only`` line): a thread
-# needs nothing remembered to be interrupted.
-
-
-def enter_call(call: Any) -> None:
-    """``execute()`` starts: remember the loop, its thread and the task, which ``cancel()`` interrupts."""
-    call.loop = asyncio.get_running_loop()
-    call.thread = threading.get_ident()
-    call.task = asyncio.current_task()
+# (``execute()`` remembers that loop, its thread and the task on ``# async-only`` lines of the source.)
 
 
 def call_failed(call: Any, exc: BaseException) -> BaseException:

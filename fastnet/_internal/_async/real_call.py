@@ -52,6 +52,8 @@ Compiled in place, typed by its ``.pxd``, in the compiled build.
 
 from __future__ import annotations
 
+import asyncio  # async-only
+import threading  # async-only
 from typing import TYPE_CHECKING, Any
 
 from fastnet._internal._async.chain import first_async_chain
@@ -62,7 +64,6 @@ from fastnet._internal._async.io import (
     call_failed,
     cancel_elsewhere,
     disarm_call_timeout,
-    enter_call,  # async-only
     interrupt,
     run_in_background,
 )
@@ -77,9 +78,6 @@ from fastnet.url import URL
 from fastnet.url import _cache as _URL_CACHE
 
 if TYPE_CHECKING:
-    # sync-only: import threading
-    import asyncio  # async-only
-
     from fastnet._internal.call.client_core import ClientCore
     from fastnet.request import BodyLike
     from fastnet.response import Response
@@ -90,19 +88,10 @@ __all__ = ["AsyncRealCall", "get", "new_async_call", "request"]
 class AsyncRealCall(CallState):
     """One request's lifetime: ``execute()`` once, ``cancel()`` from any thread."""
 
-    # unasync: skip
-    __slots__ = ("loop", "thread", "task", "timer", "interrupting")
-    loop: asyncio.AbstractEventLoop | None  # the loop execute() runs on
-    thread: int  # that loop's thread
-    task: asyncio.Task[Any] | None  # the task awaiting execute(), while it runs
-    timer: asyncio.TimerHandle | None  # the call timeout
-    interrupting: bool  # cancel() canceled ``task``: its CancelledError is ours to turn into CanceledError
-    # unasync: skip end
-    # sync-only: __slots__ = ("wakeup",)
-    # sync-only: wakeup: threading.Event | None  # set by cancel() to cut a backoff sleep short
+    __slots__ = ()  # the fields, those of each engine's io backend too, are CallState's
 
     def __init__(self, client: ClientCore, request: Request) -> None:
-        _init_call(self, client, request)
+        init_state(self, client, request)
 
     async def execute(self) -> Response:
         """Run the call through the interceptor chain; returns a response whose body may stream. A call
@@ -149,7 +138,9 @@ class AsyncRealCall(CallState):
         client = self.client
         if client.closed:
             raise RuntimeError("the client is closed: make a new fastnet.AsyncClient")
-        enter_call(self)  # async-only
+        self.loop = asyncio.get_running_loop()  # async-only
+        self.thread = threading.get_ident()  # async-only
+        self.task = asyncio.current_task()  # async-only
         events = self.events
         self.started_at = started = monotonic()
         if client.call_timeout > 0:
@@ -256,20 +247,10 @@ class AsyncRealCall(CallState):
         return f"<AsyncCall {self.request.method} {self.request.url.redacted()}>"
 
 
-def _init_call(call: AsyncRealCall, client: ClientCore, request: Request) -> None:
-    init_state(call, client, request)
-    call.loop = None  # async-only
-    call.thread = 0  # async-only
-    call.task = None  # async-only
-    call.timer = None  # async-only
-    call.interrupting = False  # async-only
-    # sync-only: call.wakeup = None
-
-
 def new_async_call(client: ClientCore, request: Request) -> AsyncRealCall:
     """A fresh call without ``__init__`` argument parsing (the per-request path)."""
     call = AsyncRealCall.__new__(AsyncRealCall)
-    _init_call(call, client, request)
+    init_state(call, client, request)
     return call
 
 

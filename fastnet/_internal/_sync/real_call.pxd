@@ -11,8 +11,6 @@ from fastnet.response cimport Response
 
 
 cdef class RealCall(CallState):
-    cdef public object wakeup
-
     @cython.locals(running=dict)
     cpdef Response execute(self)
 
@@ -23,9 +21,6 @@ cdef class RealCall(CallState):
 
     @cython.locals(conn=RealConnection)
     cpdef fail(self, object exc)
-
-
-cdef _init_call(RealCall call, ClientCore client, Request request)
 
 
 @cython.locals(call=RealCall)

@@ -66,8 +66,6 @@ from fastnet.url import URL
 from fastnet.url import _cache as _URL_CACHE
 
 if TYPE_CHECKING:
-    import threading
-
     from fastnet._internal.call.client_core import ClientCore
     from fastnet.request import BodyLike
     from fastnet.response import Response
@@ -78,11 +76,10 @@ __all__ = ["RealCall", "get", "new_call", "request"]
 class RealCall(CallState):
     """One request's lifetime: ``execute()`` once, ``cancel()`` from any thread."""
 
-    __slots__ = ("wakeup",)
-    wakeup: threading.Event | None  # set by cancel() to cut a backoff sleep short
+    __slots__ = ()  # the fields, those of each engine's io backend too, are CallState's
 
     def __init__(self, client: ClientCore, request: Request) -> None:
-        _init_call(self, client, request)
+        init_state(self, client, request)
 
     def execute(self) -> Response:
         """Run the call through the interceptor chain; returns a response whose body may stream. A call
@@ -228,15 +225,10 @@ class RealCall(CallState):
         return f"<Call {self.request.method} {self.request.url.redacted()}>"
 
 
-def _init_call(call: RealCall, client: ClientCore, request: Request) -> None:
-    init_state(call, client, request)
-    call.wakeup = None
-
-
 def new_call(client: ClientCore, request: Request) -> RealCall:
     """A fresh call without ``__init__`` argument parsing (the per-request path)."""
     call = RealCall.__new__(RealCall)
-    _init_call(call, client, request)
+    init_state(call, client, request)
     return call
 
 

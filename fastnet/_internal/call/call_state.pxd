@@ -12,6 +12,12 @@ cdef class CallState(ConnectionUser):
     cdef public bint executed
     cdef public bint finished
     cdef public bint returned
+    cdef public object wakeup
+    cdef public object loop
+    cdef public object thread
+    cdef public object task
+    cdef public object timer
+    cdef public bint interrupting
     cdef object __weakref__
 
     cpdef object canceled_error(self, object request)

@@ -1,9 +1,10 @@
 """``CallState``: what the blocking ``RealCall`` and the asyncio ``AsyncRealCall`` keep and report alike.
 
-Both calls are generated from one source (``_async/real_call.py``, see ``scripts/unasync.py``); what
-they do the same way and never wait in lives here, compiled, so the asyncio call (plain Python) runs it
-as C too: the fields, and the ``ConnectionUser`` bookkeeping the exchange and the exchange finder report
-to (which connection the call holds, when it is released, the retry memory).
+Both calls have one source, ``_async/real_call.py`` (``scripts/unasync.py`` writes the blocking one from
+it); what they do the same way and never wait in lives here, compiled, so the asyncio call (plain Python)
+runs it as C too: the fields (those each engine's ``io.py`` keeps on the call among them: setting them
+here costs a new call no Python), and the ``ConnectionUser`` bookkeeping the exchange and the exchange
+finder report to (which connection the call holds, when it is released, the retry memory).
 
 The call holds one connection at a time (``ConnectionUser`` has the rules): kept across follow-ups to
 the same address, released when the call ends, when the next hop goes elsewhere, or, after an exchange
@@ -15,12 +16,15 @@ Compiled in place, typed by its ``.pxd``, in the compiled build.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastnet._internal.connection.connection_user import ConnectionUser
 from fastnet.exceptions import CallTimeout, CanceledError
 
 if TYPE_CHECKING:
+    import asyncio
+    import threading
+
     from fastnet._internal._async.exchange import AsyncExchange
     from fastnet._internal._sync.exchange import Exchange
     from fastnet._internal._sync.real_connection import RealConnection
@@ -34,12 +38,32 @@ __all__ = ["CallState", "init_state"]
 class CallState(ConnectionUser):
     """One request's lifetime, as far as the two engines keep it alike (the calls subclass it)."""
 
-    __slots__ = ("client", "request", "executed", "finished", "returned", "__weakref__")
+    __slots__ = (
+        "client",
+        "request",
+        "executed",
+        "finished",
+        "returned",
+        "wakeup",
+        "loop",
+        "thread",
+        "task",
+        "timer",
+        "interrupting",
+        "__weakref__",
+    )
     client: ClientCore
     request: Request
     executed: bool
     finished: bool  # call_end or call_failed has been reported
     returned: bool  # execute() returned a response (its body may still be streaming)
+    # What each engine's io backend keeps on the call (set here, so that a new call costs no Python):
+    wakeup: threading.Event | None  # blocking: set by cancel() to cut a backoff sleep short
+    loop: asyncio.AbstractEventLoop | None  # asyncio: the loop execute() runs on
+    thread: int  # asyncio: that loop's thread
+    task: asyncio.Task[Any] | None  # asyncio: the task awaiting execute(), while it runs
+    timer: asyncio.TimerHandle | None  # asyncio: the call timeout
+    interrupting: bool  # asyncio: cancel() canceled ``task``: its CancelledError becomes CanceledError
 
     @property
     def is_executed(self) -> bool:
@@ -134,4 +158,10 @@ def init_state(call: CallState, client: ClientCore, request: Request) -> None:
     call.deadline = 0.0
     call.finished = False
     call.returned = False
+    call.wakeup = None
+    call.loop = None
+    call.thread = 0
+    call.task = None
+    call.timer = None
+    call.interrupting = False
     call.events = client.new_events(call)
