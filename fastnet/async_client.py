@@ -326,36 +326,24 @@ class AsyncClient(ClientBase):
         cookies: Any,
         stream: bool = False,
     ) -> Response:
-        core = self._core
-        if (
-            core.factory_builds
-            or params is not None
-            or data is not None
-            or files is not None
-            or auth is not None
-            or timeout is not USE_CLIENT_DEFAULT
-            or follow_redirects is not None
-            or cookies is not None
-        ):
-            factory: AsyncRequestFactory = self._factory  # type: ignore[assignment]
-            return await factory.asend(
-                core,
-                method,
-                url,
-                headers,
-                body,
-                json,
-                proxy,
-                params,
-                data,
-                files,
-                auth,
-                timeout,
-                follow_redirects,
-                cookies,
-                stream,
-            )
-        response: Response = await _request(core, method, url, headers, body, json, stream, proxy)
+        # one with options, or on a client with a base_url or params, goes to the factory (there)
+        response: Response = await _request(
+            self._core,
+            method,
+            url,
+            headers,
+            body,
+            json,
+            proxy,
+            params,
+            data,
+            files,
+            auth,
+            timeout,
+            follow_redirects,
+            cookies,
+            stream,
+        )
         return response
 
     async def get(
@@ -371,32 +359,10 @@ class AsyncClient(ClientBase):
         proxy: Proxy | str | None = None,
     ) -> Response:
         """A GET whose body is read."""
-        core = self._core
-        if (
-            params is None
-            and auth is None
-            and timeout is USE_CLIENT_DEFAULT
-            and follow_redirects is None
-            and cookies is None
-            and not core.factory_builds
-        ):
-            response: Response = await _get(core, url, headers, proxy)
-            return response
-        return await self._send(
-            "GET",
-            url,
-            headers,
-            None,
-            None,
-            proxy,
-            params,
-            None,
-            None,
-            auth,
-            timeout,
-            follow_redirects,
-            cookies,
+        response: Response = await _get(
+            self._core, url, headers, proxy, params, auth, timeout, follow_redirects, cookies
         )
+        return response
 
     async def head(
         self,

@@ -52,6 +52,8 @@ MODULES = (
     "exchange",
     "exchange_finder",
     "happy_eyeballs",
+    "map_calls",
+    "real_call",
     "retry_follow_up",
 )
 
@@ -77,6 +79,7 @@ NAMES = {
     "alookup": "lookup",
     "connect_tcp_async": "connect_tcp",
     "aread": "read",
+    "asend": "send",
     "aread_all": "read_all",
     "aread_chunk": "read_chunk",
     "areadinto": "readinto",

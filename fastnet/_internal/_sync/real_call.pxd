@@ -3,45 +3,24 @@ cimport cython
 from fastnet._internal.util.clock cimport monotonic
 from fastnet.headers cimport Headers
 from fastnet._internal._sync.chain cimport RealInterceptorChain, first_chain
+from fastnet._internal.call.call_state cimport CallState, init_state
 from fastnet._internal.call.client_core cimport ClientCore
-from fastnet._internal.connection.connection_user cimport ConnectionUser
 from fastnet._internal._sync.real_connection cimport RealConnection
-from fastnet._internal._sync.exchange cimport Exchange
 from fastnet.request cimport Request, make_request
 from fastnet.response cimport Response
 
 
-cdef class RealCall(ConnectionUser):
-    cdef public ClientCore client
-    cdef public Request request
-    cdef public bint executed
-    cdef public bint finished
-    cdef public bint returned
-    cdef public object wakeup
-    cdef object __weakref__
-
+cdef class RealCall(CallState):
     @cython.locals(running=dict)
     cpdef Response execute(self)
 
     @cython.locals(client=ClientCore, chain=RealInterceptorChain, response=Response, started=double)
     cpdef Response run(self)
-    cpdef object canceled_error(self, object request)
 
-    @cython.locals(conn=RealConnection, was_fresh=bint)
-    cpdef exchange_failed(self, object exc, object exchange)
-
-    cpdef exchange_done(self, RealConnection conn, bint reusable)
-    cpdef body_failed(self, object exc, RealConnection conn)
-
-    @cython.locals(conn=RealConnection, reusable=bint)
-    cpdef release_connection(self)
     cpdef end(self)
 
     @cython.locals(conn=RealConnection)
     cpdef fail(self, object exc)
-
-
-cdef _init_call(RealCall call, ClientCore client, Request request)
 
 
 @cython.locals(call=RealCall)

@@ -1,7 +1,8 @@
 """``ConnectionUser``: what the connection layer needs to know about the call it works for.
 
 The exchange and the exchange finder sit below the call in the layering, so they never import it.
-Instead ``RealCall`` (and the asyncio call) subclasses this class: the lower layers read its cancellation
+Instead ``RealCall`` and the asyncio call subclass this class (through ``CallState``, which implements
+its methods for both): the lower layers read its cancellation
 flags, deadline, limits and event listener, and report back through its methods. The built-in
 interceptors see the call the same way, so nothing below ``RealCall`` imports it.
 
@@ -35,7 +36,7 @@ __all__ = ["ConnectionUser"]
 
 
 class ConnectionUser:
-    """The call as the connection layer sees it (RealCall implements the methods)."""
+    """The call as the connection layer sees it (``CallState`` implements the methods)."""
 
     __slots__ = (
         "events",
