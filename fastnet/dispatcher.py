@@ -59,7 +59,7 @@ from fastnet.exceptions import CanceledError
 
 if TYPE_CHECKING:
     from fastnet._internal._sync.real_call import RealCall
-    from fastnet._internal.call.client_core import ClientCore
+    from fastnet._internal.core.client_core import ClientCore
     from fastnet.response import Response
 
 __all__ = ["Callback", "Dispatcher"]

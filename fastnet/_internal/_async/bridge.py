@@ -44,7 +44,7 @@ from fastnet.response import Response
 if TYPE_CHECKING:
     from fastnet._internal._async.chain import AsyncRealInterceptorChain
     from fastnet._internal._async.exchange import AsyncExchange
-    from fastnet._internal.call.client_core import ClientCore
+    from fastnet._internal.core.client_core import ClientCore
     from fastnet.request import Request
     from fastnet.url import URL
 

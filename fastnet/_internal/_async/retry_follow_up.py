@@ -62,7 +62,7 @@ from fastnet.url import header_reference
 
 if TYPE_CHECKING:
     from fastnet._internal._async.chain import AsyncRealInterceptorChain
-    from fastnet._internal.call.client_core import ClientCore
+    from fastnet._internal.core.client_core import ClientCore
     from fastnet._internal.connection.connection_user import ConnectionUser
     from fastnet.headers import Headers
     from fastnet.response import Response

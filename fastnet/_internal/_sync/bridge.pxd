@@ -2,7 +2,7 @@
 cimport cython
 from fastnet.headers cimport Headers, headers_from_list
 from fastnet._internal._sync.chain cimport InternalInterceptor, RealInterceptorChain
-from fastnet._internal.call.client_core cimport ClientCore
+from fastnet._internal.core.client_core cimport ClientCore
 from fastnet._internal._sync.exchange cimport Exchange
 from fastnet.request cimport Request, RequestBody
 from fastnet.response cimport Response

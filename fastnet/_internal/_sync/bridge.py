@@ -37,7 +37,7 @@ from fastnet.response import Response
 if TYPE_CHECKING:
     from fastnet._internal._sync.chain import RealInterceptorChain
     from fastnet._internal._sync.exchange import Exchange
-    from fastnet._internal.call.client_core import ClientCore
+    from fastnet._internal.core.client_core import ClientCore
     from fastnet.request import Request
     from fastnet.url import URL
 

@@ -21,7 +21,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from fastnet._internal._sync.real_connection import RealConnection, set_socket_timeouts
-from fastnet._internal.call.client_core import watchdog
+from fastnet._internal.core.client_core import watchdog
 from fastnet._internal.connection.socks import socks4a_connect, socks5_connect
 from fastnet._internal.connection.tls import wrap_tls
 from fastnet._internal.connection.tunnel import open_tunnel

@@ -3,8 +3,8 @@ cimport cython
 from fastnet._internal.util.clock cimport monotonic
 from fastnet.headers cimport Headers
 from fastnet._internal._sync.chain cimport RealInterceptorChain, first_chain
-from fastnet._internal.call.call_state cimport CallState, init_state
-from fastnet._internal.call.client_core cimport ClientCore
+from fastnet._internal.core.call_state cimport CallState, init_state
+from fastnet._internal.core.client_core cimport ClientCore
 from fastnet._internal._sync.real_connection cimport RealConnection
 from fastnet.request cimport Request, make_request
 from fastnet.response cimport Response

@@ -1,7 +1,7 @@
 # C declarations for retry_follow_up.py, which Cython compiles in place (pure-Python mode).
 cimport cython
 from fastnet._internal._sync.chain cimport InternalInterceptor, RealInterceptorChain
-from fastnet._internal.call.client_core cimport ClientCore
+from fastnet._internal.core.client_core cimport ClientCore
 from fastnet._internal.connection.connection_user cimport ConnectionUser
 from fastnet.request cimport Request
 from fastnet.response cimport Response

@@ -35,7 +35,7 @@ from fastnet.timeout import USE_CLIENT_DEFAULT
 from fastnet.url import SCHEME_PREFIX, URL, check_controls
 
 if TYPE_CHECKING:
-    from fastnet._internal.call.client_core import ClientCore
+    from fastnet._internal.core.client_core import ClientCore
     from fastnet.response import Response
 
 __all__ = ["RequestFactory", "join_base_url"]

@@ -1,4 +1,4 @@
-"""``ClientCore`` (``fastnet._internal.call.client_core``), both builds: the settings and shared state every
+"""``ClientCore`` (``fastnet._internal.core.client_core``), both builds: the settings and shared state every
 call reads, its defaults, the per-call ``copy`` that shares everything, which event listener a new call gets,
 and the process's one call-timeout watchdog. Then, through the real client against MockServer, the
 client's options landing in its core."""
@@ -21,7 +21,7 @@ from tests.support.twins import Twins
 
 @pytest.fixture
 def module(twins: Twins) -> types.ModuleType:
-    return twins("fastnet._internal.call.client_core")
+    return twins("fastnet._internal.core.client_core")
 
 
 def test_client_core_defaults(module: types.ModuleType) -> None:

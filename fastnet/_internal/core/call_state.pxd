@@ -1,6 +1,6 @@
 # C declarations for call_state.py, which Cython compiles in place (pure-Python mode).
 cimport cython
-from fastnet._internal.call.client_core cimport ClientCore
+from fastnet._internal.core.client_core cimport ClientCore
 from fastnet._internal.connection.connection_user cimport ConnectionUser
 from fastnet._internal._sync.real_connection cimport RealConnection
 from fastnet.request cimport Request

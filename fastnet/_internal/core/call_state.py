@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from fastnet._internal._async.exchange import AsyncExchange
     from fastnet._internal._sync.exchange import Exchange
     from fastnet._internal._sync.real_connection import RealConnection
-    from fastnet._internal.call.client_core import ClientCore
+    from fastnet._internal.core.client_core import ClientCore
     from fastnet.exceptions import NetworkError
     from fastnet.request import Request
 
