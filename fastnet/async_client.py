@@ -44,8 +44,8 @@ from fastnet.timeout import USE_CLIENT_DEFAULT
 
 if TYPE_CHECKING:
     from fastnet._internal._sync.map_calls import MapItem
-    from fastnet._internal.core.client_core import ClientCore
     from fastnet._internal.connection.connector import Connector
+    from fastnet._internal.core.client_core import ClientCore
     from fastnet.connection_pool import ConnectionPool
     from fastnet.dispatcher import Dispatcher
     from fastnet.headers import HeadersLike

@@ -31,11 +31,11 @@ from fastnet._internal._sync.real_call import RealCall
 from fastnet._internal._sync.real_call import get as _get
 from fastnet._internal._sync.real_call import request as _request
 from fastnet._internal._sync.retry_follow_up import RetryAndFollowUpInterceptor, strip_for_new_origin
-from fastnet._internal.core.client_core import MAX_BODY_SIZE, MAX_FOLLOW_UPS, ClientCore
 from fastnet._internal.call.factory import RequestFactory
 from fastnet._internal.connection.connector import Connector
 from fastnet._internal.connection.route_database import RouteDatabase
 from fastnet._internal.connection.tls import client_ssl_context
+from fastnet._internal.core.client_core import MAX_BODY_SIZE, MAX_FOLLOW_UPS, ClientCore
 from fastnet._internal.util.timeouts import timeout_seconds
 from fastnet.connection_pool import ConnectionPool
 from fastnet.cookies import NO_COOKIES

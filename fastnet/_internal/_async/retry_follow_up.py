@@ -62,8 +62,8 @@ from fastnet.url import header_reference
 
 if TYPE_CHECKING:
     from fastnet._internal._async.chain import AsyncRealInterceptorChain
-    from fastnet._internal.core.client_core import ClientCore
     from fastnet._internal.connection.connection_user import ConnectionUser
+    from fastnet._internal.core.client_core import ClientCore
     from fastnet.headers import Headers
     from fastnet.response import Response
     from fastnet.route import Route

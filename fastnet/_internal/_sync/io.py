@@ -21,10 +21,10 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from fastnet._internal._sync.real_connection import RealConnection, set_socket_timeouts
-from fastnet._internal.core.client_core import watchdog
 from fastnet._internal.connection.socks import socks4a_connect, socks5_connect
 from fastnet._internal.connection.tls import wrap_tls
 from fastnet._internal.connection.tunnel import open_tunnel
+from fastnet._internal.core.client_core import watchdog
 from fastnet._internal.util.kernel_timeout import set_kernel_timeout
 from fastnet._internal.util.sockets import all_failed, close_quietly, connect_error, new_socket
 from fastnet.dns import as_dns
