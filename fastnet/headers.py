@@ -29,8 +29,10 @@ __all__ = [
     "headers_from_list",
 ]
 
-#: What every API that takes headers accepts: ``Headers``, a mapping, or ``(name, value)`` pairs.
-HeadersLike = Union["Headers", Mapping[str, "HeaderValue"], Iterable[tuple[str, "HeaderValue"]]]
+#: What every API that takes headers accepts: ``Headers``, a mapping, or ``(name, value)`` pairs. A value is
+#: a ``HeaderValue`` (str, bytes, int or float), checked when the headers are built; the annotation says
+#: ``object`` so that a dict literal mixing them (``{"A": "x", "Content-Length": 12}``) type-checks.
+HeadersLike = Union["Headers", Mapping[str, object], Iterable[tuple[str, object]]]
 
 SENSITIVE = frozenset(("authorization", "cookie", "proxy-authorization", "set-cookie"))
 # RFC 9110 §5.6.2: token = 1*tchar; tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." /
