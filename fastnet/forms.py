@@ -121,10 +121,11 @@ def _keys(value: ParamsLike, what: str) -> set[str]:
     return out
 
 
-def merge_params(client: ParamsLike, request: ParamsLike | None) -> str:
-    """The client's ``params`` under the request's: a key the request sets replaces the client's."""
+def merge_params(client: ParamsLike | None, request: ParamsLike | None) -> str:
+    """The client's ``params`` under the request's: a key the request sets replaces the client's. Either
+    may be ``None`` (not both: ``encode_pairs`` refuses ``None`` with a ``TypeError``)."""
     if client is None:
-        return encode_pairs(request)
+        return encode_pairs(request)  # type: ignore[arg-type]  # None as well: refused there
     if request is None:
         return encode_pairs(client)
     overridden = _keys(request, "params")

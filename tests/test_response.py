@@ -332,7 +332,7 @@ def test_response_readinto_buffers(server: MockServer, fast_client: fastnet.Clie
         with pytest.raises(TypeError, match="writable"):
             r.readinto(b"read-only")
         with pytest.raises(TypeError):
-            r.readinto("text")
+            r.readinto("text")  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="at least one byte"):
             next(iter(r.iter_into(bytearray(0))))
         with pytest.raises(ValueError, match="buffer_size"):

@@ -47,7 +47,7 @@ def test_retry_policy_is_immutable():
     assert nxt.increment().increment().is_exhausted() and not nxt.increment().is_exhausted()
     assert r.replace(total=7).total == 7 and r.total == 2
     with pytest.raises(TypeError):
-        r.replace(bogus=1)
+        r.replace(bogus=1)  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(

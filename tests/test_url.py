@@ -117,7 +117,7 @@ def test_url_immutable_and_replace() -> None:
     assert str(v) == "http://other/b?x=1" and str(u) == "http://h/a?x=1"
     assert u.replace(scheme="https").port == 443
     with pytest.raises(TypeError):
-        u.replace(nope=1)
+        u.replace(nope=1)  # type: ignore[call-arg]
 
 
 def test_url_accepts_url_instance() -> None:

@@ -25,6 +25,8 @@ from typing import Protocol, TypeAlias, runtime_checkable
 from fastnet.exceptions import UnknownHostError
 
 __all__ = [
+    "AsyncDnsLike",
+    "AsyncTtlDnsLike",
     "Dns",
     "DnsFunction",
     "DnsLike",
@@ -61,6 +63,36 @@ class Dns(Protocol):
 DnsFunction: TypeAlias = "Callable[[str], Iterable[object] | Awaitable[Iterable[object]]]"
 #: What a ``dns=`` option takes: a :class:`Dns`, or a function (:func:`as_dns` wraps it).
 DnsLike: TypeAlias = "Dns | DnsFunction"
+
+
+class _AsyncLookup(Protocol):
+    """A resolver with ``async def alookup(hostname)`` (a ``lookup`` is not needed on the asyncio side)."""
+
+    def alookup(self, hostname: str) -> Awaitable[Iterable[object]]: ...
+
+
+class _AwaitableLookup(Protocol):
+    """A resolver whose ``lookup`` returns the addresses or an awaitable of them (``async def lookup``)."""
+
+    def lookup(self, hostname: str) -> Iterable[object] | Awaitable[Iterable[object]]: ...
+
+
+class _AsyncLookupWithTtl(Protocol):
+    def alookup_with_ttl(self, hostname: str) -> Awaitable[tuple[Iterable[object], float | None]]: ...
+
+
+class _LookupWithTtl(Protocol):
+    def lookup_with_ttl(
+        self, hostname: str
+    ) -> tuple[Iterable[object], float | None] | Awaitable[tuple[Iterable[object], float | None]]: ...
+
+
+#: What :func:`alookup` takes: a :class:`Dns` or a function, or a resolver with ``alookup``, or one whose
+#: ``lookup`` returns an awaitable.
+AsyncDnsLike: TypeAlias = "DnsLike | _AsyncLookup | _AwaitableLookup"
+#: What :func:`alookup_with_ttl` takes: what :func:`alookup` does, or a resolver with only
+#: ``alookup_with_ttl`` or ``lookup_with_ttl`` (blocking or awaitable).
+AsyncTtlDnsLike: TypeAlias = "AsyncDnsLike | _AsyncLookupWithTtl | _LookupWithTtl"
 
 
 def is_ip_literal(host: str) -> bool:
@@ -222,7 +254,7 @@ def lookup_with_ttl(resolver: DnsLike, hostname: str) -> tuple[list[str], float 
     return FunctionDns(resolver).lookup(hostname), None  # type: ignore[arg-type]  # no lookup(): a function
 
 
-async def alookup(resolver: DnsLike, hostname: str) -> Iterable[object]:
+async def alookup(resolver: AsyncDnsLike, hostname: str) -> Iterable[object]:
     """Resolve ``hostname`` on the running event loop (what ``AsyncClient`` does): ``resolver.alookup``
     when it has one; else its ``lookup`` (or the resolver itself, a callable, through
     :class:`FunctionDns`), whose result is awaited when it is awaitable. A blocking ``lookup`` runs inline
@@ -241,7 +273,7 @@ async def alookup(resolver: DnsLike, hostname: str) -> Iterable[object]:
     return answer
 
 
-async def alookup_with_ttl(resolver: DnsLike, hostname: str) -> tuple[list[str], float | None]:
+async def alookup_with_ttl(resolver: AsyncTtlDnsLike, hostname: str) -> tuple[list[str], float | None]:
     """:func:`lookup_with_ttl` on the running loop: ``resolver.alookup_with_ttl``, else its ``alookup``
     (TTL unknown), else the blocking ``lookup_with_ttl`` or ``lookup`` run inline (their result awaited
     when it is awaitable), else the resolver itself as a function (:class:`FunctionDns`)."""

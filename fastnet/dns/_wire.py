@@ -62,8 +62,9 @@ def load_dnspython() -> ModuleType:
     return dns
 
 
-def make_query(name: Name | str, rdtype: RdataType, *, zero_id: bool = False) -> QueryMessage:
-    """A recursive query (RD set) for ``name``/``rdtype``; ``zero_id`` for DoH (RFC 8484 §4.1)."""
+def make_query(name: Name | str, rdtype: RdataType | str, *, zero_id: bool = False) -> QueryMessage:
+    """A recursive query (RD set) for ``name``/``rdtype`` (a ``RdataType`` or its text, ``"AAAA"``, as
+    dnspython's ``make_query`` takes); ``zero_id`` for DoH (RFC 8484 §4.1)."""
     dns = load_dnspython()
     query: QueryMessage = dns.message.make_query(name, rdtype, use_edns=False)
     if zero_id:

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs
 
 import dns.message
 import dns.rcode
+import dns.rdatatype
 import dns.rrset
 import pytest
 
@@ -73,7 +74,11 @@ def test_doh_message_response_parses_and_follows_cname():
         query, ("www.test.", 30, "CNAME", ["app.test."]), ("app.test.", 5, "A", ["127.0.0.1", "127.0.0.2"])
     )
     message = parse_message_response(query, 200, "application/dns-message", body)
-    assert extract_addresses(message, query.question[0].name, 1) == (["127.0.0.1", "127.0.0.2"], 5, None)
+    assert extract_addresses(message, query.question[0].name, dns.rdatatype.A) == (
+        ["127.0.0.1", "127.0.0.2"],
+        5,
+        None,
+    )
 
 
 def test_doh_message_content_type_with_parameters_is_accepted():
@@ -266,6 +271,7 @@ def test_doh_json_over_mock_server_wrong_content_type(server):
     with pytest.raises(UnknownHostError, match="content type"):
         dns.lookup("app.test")
     assert dns.cache.get("app.test") is None
+    assert isinstance(dns.inner, DohDns)
     dns.inner.close()
 
 

@@ -4,6 +4,8 @@ plot's points and the log-spaced bins, and the error that names the package to i
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from fastnet.load._hist import (
@@ -17,10 +19,13 @@ from fastnet.load._hist import (
     summary,
 )
 
+if TYPE_CHECKING:
+    from fastnet.load._hist import Histogram
+
 pytest.importorskip("hdrh")
 
 
-def histogram_of(*values: int) -> object:
+def histogram_of(*values: int) -> Histogram:
     histogram = new_histogram()
     for value in values:
         histogram.record_value(value)

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
 from fastnet.load._result import SCHEMA_VERSION, LatencyStats, stats_from
 from tests.support.loadkit import sample_result
+
+if TYPE_CHECKING:
+    from fastnet.load._hist import Summary
 
 pytest.importorskip("hdrh")
 jsonschema = pytest.importorskip("jsonschema")
@@ -41,11 +45,15 @@ def test_result_to_dict_is_the_json_document_of_the_schema() -> None:
         "duration": 2.0,
     }
     assert document["status_codes"] == {"200": 100, "503": 1}  # JSON keys: strings, sorted
-    assert document["phases"]["dns"] is None and document["phases"]["connect"]["count"] == 1
+    phases = document["phases"]
+    assert isinstance(phases, dict)
+    assert phases["dns"] is None and phases["connect"]["count"] == 1
     assert document["errors"] == [
         {"type": "ConnectError (ECONNREFUSED)", "count": 2, "example": result.errors[0].example}
     ]
-    assert document["latency"]["p99_9"] == result.latency.p99_9  # type: ignore[union-attr]
+    latency = document["latency"]
+    assert isinstance(latency, dict)
+    assert latency["p99_9"] == result.latency.p99_9  # type: ignore[union-attr]
     assert document["histogram"] == [[upper, n] for upper, n in result.histogram]
     assert "latency_histogram" not in document
 
@@ -76,7 +84,7 @@ def test_result_a_run_without_responses_is_still_a_valid_document() -> None:
 def test_result_stats_from_a_summary() -> None:
     assert stats_from(None) is None
     figures = {"count": 3, "min": 1.0, "mean": 2.0, "stdev": 0.5, "p50": 2.0, "p90": 3.0, "p99": 3.0}
-    stats = stats_from({**figures, "p99_9": 3.0, "max": 3.0})
+    stats = stats_from(cast("Summary", {**figures, "p99_9": 3.0, "max": 3.0}))
     assert isinstance(stats, LatencyStats) and stats.to_dict() == {**figures, "p99_9": 3.0, "max": 3.0}
     with pytest.raises(TypeError):
-        stats_from({"count": 1})
+        stats_from({"count": 1})  # type: ignore[arg-type]

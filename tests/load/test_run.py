@@ -30,7 +30,7 @@ def test_run_counts_requests_exactly_at_the_server(server: MockServer) -> None:
     assert result.latency is not None and result.latency.count == 1000
     assert 0 < result.latency.min <= result.latency.p50 <= result.latency.p99 <= result.latency.max
     assert result.requests_per_second > 0 and result.bytes_received > 1000 * 5
-    assert result.latency_histogram.get_total_count() == 1000
+    assert result.latency_histogram is not None and result.latency_histogram.get_total_count() == 1000
 
 
 def test_run_keeps_the_asked_rate_within_five_percent(server: MockServer) -> None:

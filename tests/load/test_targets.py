@@ -67,8 +67,9 @@ def test_targets_override_dns_then_the_fallback() -> None:
 
 
 def test_targets_resolve_address() -> None:
-    assert resolve_address("127.0.0.1", 80, None) == ((socket.AF_INET, "127.0.0.1", 80), -1)
-    assert resolve_address("[::1]", 8080, None) == ((socket.AF_INET6, "::1", 8080), -1)
+    # an IP literal never consults the resolver (None would fail if it did)
+    assert resolve_address("127.0.0.1", 80, None) == ((socket.AF_INET, "127.0.0.1", 80), -1)  # type: ignore[arg-type]
+    assert resolve_address("[::1]", 8080, None) == ((socket.AF_INET6, "::1", 8080), -1)  # type: ignore[arg-type]
     address, dns_us = resolve_address("app.test", 81, FakeDns({"app.test": ["127.0.0.3", "127.0.0.4"]}))
     assert address == (socket.AF_INET, "127.0.0.3", 81) and dns_us >= 0
     with pytest.raises(LoadError, match="cannot resolve nowhere.test"):

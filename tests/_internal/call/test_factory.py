@@ -320,7 +320,7 @@ def test_bad_auth_is_refused() -> None:
     with pytest.raises(TypeError, match="auth"):
         fastnet.Request("GET", "http://h/", auth=42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="pair"):
-        fastnet.Request("GET", "http://h/", auth=("only-user",))
+        fastnet.Request("GET", "http://h/", auth=("only-user",))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="':'"):
         fastnet.Request("GET", "http://h/", auth=("us:er", "pw"))
 

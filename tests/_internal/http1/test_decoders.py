@@ -110,6 +110,7 @@ def test_decoders_deflate_with_its_first_bytes_split() -> None:
     original = b"split header " * 1000
     for compressed in (zlib.compress(original), _raw_deflate(original)):
         decoder = new_decoder("deflate")
+        assert decoder is not None
         first = decoder.decompress(compressed[:1], 65536)  # one byte: cannot tell the form yet
         assert first == b"" and decoder.unconsumed_tail == b"" and not decoder.eof
         pieces, eof = decode(decoder, compressed[1:], 65536)
