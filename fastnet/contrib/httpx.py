@@ -157,7 +157,9 @@ class _Base(Generic[C]):
     def _new_call(
         self: _Base[fastnet.AsyncClient], request: httpx.Request, body: _Body
     ) -> tuple[fastnet.AsyncCall, _CallListener | None]: ...
-    def _new_call(self, request: httpx.Request, body: _Body) -> tuple[fastnet.Call, _CallListener | None]:
+    def _new_call(
+        self, request: httpx.Request, body: _Body
+    ) -> tuple[fastnet.Call | fastnet.AsyncCall, _CallListener | None]:
         """The fastnet call for ``request``, and its listener when httpx asked for what only a per-call
         listener does: the ``trace`` extension, or a ``pool`` timeout shorter than the connect timeout
         (fastnet waits for a connection slot at most the connect timeout)."""
