@@ -11,7 +11,8 @@ blocking module the compiled build is made from:
 Two kinds of generation:
 
 * whole files, ``FILES`` below: ``fastnet/_internal/http1/async_exchange.py`` becomes
-  ``fastnet/_internal/http1/_exchange_py.py``, and so on;
+  ``fastnet/_internal/http1/_exchange_py.py``, and so on (and ``AsyncClient``'s verbs,
+  ``fastnet/_internal/call/async_verbs.py``, become ``Client``'s, ``verbs.py``);
 * blocks inside one file, for a class that offers both forms of one method (``Response.aread`` and
   ``Response.read``): the lines between ``# unasync: begin`` and ``# unasync: end`` are the source, and
   the lines between the ``# unasync: generated`` and ``# unasync: generated end`` markers that follow
@@ -48,6 +49,7 @@ FILES = {
     "fastnet/_internal/async_connect.py": "fastnet/_internal/_connect_py.py",
     "fastnet/_internal/async_bridge.py": "fastnet/_internal/_bridge_py.py",
     "fastnet/_internal/async_retry_follow_up.py": "fastnet/_internal/_retry_follow_up_py.py",
+    "fastnet/_internal/call/async_verbs.py": "fastnet/_internal/call/verbs.py",
 }
 
 #: Files holding ``# unasync: begin`` blocks.

@@ -23,8 +23,9 @@ its flags and report back through ``release_connection``, ``body_failed`` and ``
 (the URL parsed once and cached), make the call, execute it and read the body unless asked to stream.
 A request with requests'/httpx's options (``params``, ``data``, ``files``, ``auth``, ``timeout``,
 ``follow_redirects``, ``cookies``), or any request of a client with a ``base_url`` or default ``params``,
-goes to the client's ``RequestFactory`` instead (``client.factory``), which builds it and picks the call's
-settings; a GET without any of them costs what it always did.
+is built by the client's ``RequestFactory`` instead (``client.factory``), which also picks the core the
+call runs on (its per-call settings); a GET without any of them costs what it always did. Their keywords
+are the verbs', in the verbs' order.
 
 Pure-Python twin of the compiled ``_real_call_c``; import both through ``fastnet._internal.real_call``.
 """
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from fastnet._internal.connection.real_connection import RealConnection
     from fastnet._internal.http1.async_exchange import AsyncExchange
     from fastnet._internal.http1.exchange import Exchange
+    from fastnet.headers import HeadersLike
     from fastnet.request import BodyLike
     from fastnet.response import Response
 
@@ -313,21 +315,23 @@ def request(
     client: ClientCore,
     method: str,
     url: str | URL,
-    headers: Any = None,
+    params: object = None,
+    headers: HeadersLike | None = None,
+    cookies: object = None,
     body: BodyLike | None = None,
-    json: Any = None,
-    proxy: Proxy | str | None = None,
-    params: Any = None,
-    data: Any = None,
-    files: Any = None,
-    auth: Any = None,
-    timeout: Any = USE_CLIENT_DEFAULT,
+    data: object = None,
+    files: object = None,
+    json: object = None,
+    auth: object = None,
+    timeout: object = USE_CLIENT_DEFAULT,
     follow_redirects: bool | None = None,
-    cookies: Any = None,
+    proxy: Proxy | str | None = None,
     stream: bool = False,
 ) -> Response:
-    """Build, execute and (unless ``stream``) read a request: what ``Client.request`` runs. A request
-    with options, or on a client with a ``base_url`` or ``params``, is built by the client's factory."""
+    """Build, execute and (unless ``stream``) read a request: what ``Client.request`` runs, its keywords
+    in the verbs' order. A request with options, or on a client with a ``base_url`` or ``params``, is
+    built by the client's factory, which also picks the core its call runs on."""
+    req = None
     if (
         client.factory_builds
         or params is not None
@@ -338,36 +342,41 @@ def request(
         or follow_redirects is not None
         or cookies is not None
     ):
-        response: Response = client.factory.send(
-            client,
+        factory = client.factory
+        req = factory.build(
             method,
             url,
-            headers,
-            body,
-            json,
-            proxy,
-            params,
-            data,
-            files,
-            auth,
-            timeout,
-            follow_redirects,
-            cookies,
-            stream,
+            params=params,
+            headers=headers,
+            cookies=cookies,
+            body=body,
+            data=data,
+            files=files,
+            json=json,
+            auth=auth,
+            timeout=timeout,
+            follow_redirects=follow_redirects,
+            proxy=proxy,
         )
-        return response
-    req = None
-    # a str subclass (an enum.StrEnum member) takes the long way: Request makes it a plain str
-    if headers is None and body is None and json is None and type(method) is str and method in KNOWN_METHODS:
-        cache = _URL_CACHE
-        cached = cache.get(url) if isinstance(url, str) else None
-        if cached is not None:  # a cached URL carries no credentials
-            if proxy is not None and not isinstance(proxy, Proxy):
-                proxy = proxy_from_url(proxy)
-            req = make_request(method, cached, EMPTY_HEADERS, None, proxy, None)
-    if req is None:
-        req = Request(method, url, headers, body, json, proxy)
-    call = new_call(client, req)
+        call = new_call(factory.core_for(client, req), req)
+    else:
+        # a str subclass (an enum.StrEnum member) takes the long way: Request makes it a plain str
+        if (
+            headers is None
+            and body is None
+            and json is None
+            and type(method) is str
+            and method in KNOWN_METHODS
+        ):
+            cache = _URL_CACHE
+            cached = cache.get(url) if isinstance(url, str) else None
+            if cached is not None:  # a cached URL carries no credentials
+                if proxy is not None and not isinstance(proxy, Proxy):
+                    proxy = proxy_from_url(proxy)
+                req = make_request(method, cached, EMPTY_HEADERS, None, proxy, None)
+        if req is None:
+            req = Request(method, url, headers, body, json, proxy)
+        call = new_call(client, req)
     response = call.execute()
     if not stream and response._source is not None:
         try:
@@ -381,13 +390,13 @@ def request(
 def get(
     client: ClientCore,
     url: str | URL,
-    headers: Any = None,
-    proxy: Proxy | str | None = None,
-    params: Any = None,
-    auth: Any = None,
-    timeout: Any = USE_CLIENT_DEFAULT,
+    params: object = None,
+    headers: HeadersLike | None = None,
+    cookies: object = None,
+    auth: object = None,
+    timeout: object = USE_CLIENT_DEFAULT,
     follow_redirects: bool | None = None,
-    cookies: Any = None,
+    proxy: Proxy | str | None = None,
 ) -> Response:
     """``Client.get``: a GET whose body is read."""
     if (
@@ -417,15 +426,11 @@ def get(
         client,
         "GET",
         url,
-        headers,
-        None,
-        None,
-        proxy,
-        params,
-        None,
-        None,
-        auth,
-        timeout,
-        follow_redirects,
-        cookies,
+        params=params,
+        headers=headers,
+        cookies=cookies,
+        auth=auth,
+        timeout=timeout,
+        follow_redirects=follow_redirects,
+        proxy=proxy,
     )

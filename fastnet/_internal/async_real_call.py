@@ -30,10 +30,12 @@ from fastnet.exceptions import CallTimeout, CanceledError, NetworkError, PoolTim
 from fastnet.headers import EMPTY_HEADERS
 from fastnet.proxy import Proxy
 from fastnet.request import KNOWN_METHODS, Request, make_request, proxy_from_url
+from fastnet.timeout import USE_CLIENT_DEFAULT
 from fastnet.url import _cache as _URL_CACHE
 
 if TYPE_CHECKING:
     from fastnet._internal.client_core import ClientCore
+    from fastnet.headers import HeadersLike
     from fastnet.request import BodyLike
     from fastnet.response import Response
     from fastnet.url import URL
@@ -220,25 +222,67 @@ async def request(
     client: ClientCore,
     method: str,
     url: str | URL,
-    headers: Any,
-    body: BodyLike | None,
-    json: Any,
-    stream: bool,
-    proxy: Proxy | str | None,
+    params: object = None,
+    headers: HeadersLike | None = None,
+    cookies: object = None,
+    body: BodyLike | None = None,
+    data: object = None,
+    files: object = None,
+    json: object = None,
+    auth: object = None,
+    timeout: object = USE_CLIENT_DEFAULT,
+    follow_redirects: bool | None = None,
+    proxy: Proxy | str | None = None,
+    stream: bool = False,
 ) -> Response:
-    """Build, execute and (unless ``stream``) read a request without options: what ``AsyncClient.request``
-    runs (one with options goes to the client's factory)."""
+    """Build, execute and (unless ``stream``) read a request: what ``AsyncClient.request`` runs, as
+    ``real_call.request`` is for the blocking client (a request with options, or on a client with a
+    ``base_url`` or ``params``, is built by the client's factory, which picks the core its call runs on)."""
     req = None
-    # a str subclass (an enum.StrEnum member) takes the long way: Request makes it a plain str
-    if headers is None and body is None and json is None and type(method) is str and method in KNOWN_METHODS:
-        cached = _URL_CACHE.get(url) if isinstance(url, str) else None
-        if cached is not None:  # a cached URL carries no credentials
-            if proxy is not None and not isinstance(proxy, Proxy):
-                proxy = proxy_from_url(proxy)
-            req = make_request(method, cached, EMPTY_HEADERS, None, proxy, None)
-    if req is None:
-        req = Request(method, url, headers, body, json, proxy)
-    call = new_async_call(client, req)
+    if (
+        client.factory_builds
+        or params is not None
+        or data is not None
+        or files is not None
+        or auth is not None
+        or timeout is not USE_CLIENT_DEFAULT
+        or follow_redirects is not None
+        or cookies is not None
+    ):
+        factory = client.factory
+        req = factory.build(
+            method,
+            url,
+            params=params,
+            headers=headers,
+            cookies=cookies,
+            body=body,
+            data=data,
+            files=files,
+            json=json,
+            auth=auth,
+            timeout=timeout,
+            follow_redirects=follow_redirects,
+            proxy=proxy,
+        )
+        call = new_async_call(factory.core_for(client, req), req)
+    else:
+        # a str subclass (an enum.StrEnum member) takes the long way: Request makes it a plain str
+        if (
+            headers is None
+            and body is None
+            and json is None
+            and type(method) is str
+            and method in KNOWN_METHODS
+        ):
+            cached = _URL_CACHE.get(url) if isinstance(url, str) else None
+            if cached is not None:  # a cached URL carries no credentials
+                if proxy is not None and not isinstance(proxy, Proxy):
+                    proxy = proxy_from_url(proxy)
+                req = make_request(method, cached, EMPTY_HEADERS, None, proxy, None)
+        if req is None:
+            req = Request(method, url, headers, body, json, proxy)
+        call = new_async_call(client, req)
     response = await call.execute()
     if not stream and response._source is not None:
         try:
@@ -250,7 +294,48 @@ async def request(
 
 
 async def get(
-    client: ClientCore, url: str | URL, headers: Any = None, proxy: Proxy | str | None = None
+    client: ClientCore,
+    url: str | URL,
+    params: object = None,
+    headers: HeadersLike | None = None,
+    cookies: object = None,
+    auth: object = None,
+    timeout: object = USE_CLIENT_DEFAULT,
+    follow_redirects: bool | None = None,
+    proxy: Proxy | str | None = None,
 ) -> Response:
     """``AsyncClient.get``: a GET whose body is read."""
-    return await request(client, "GET", url, headers, None, None, False, proxy)
+    if (
+        headers is None
+        and proxy is None
+        and params is None
+        and auth is None
+        and timeout is USE_CLIENT_DEFAULT
+        and follow_redirects is None
+        and cookies is None
+        and not client.factory_builds
+        and isinstance(url, str)
+    ):
+        cached = _URL_CACHE.get(url)
+        if cached is not None:  # the keep-alive GET: a cached URL (no credentials), no options
+            call = new_async_call(client, make_request("GET", cached, EMPTY_HEADERS, None, None, None))
+            response = await call.execute()
+            if response._source is not None:
+                try:
+                    await response.aread()
+                except BaseException:
+                    response.close()
+                    raise
+            return response
+    return await request(
+        client,
+        "GET",
+        url,
+        params=params,
+        headers=headers,
+        cookies=cookies,
+        auth=auth,
+        timeout=timeout,
+        follow_redirects=follow_redirects,
+        proxy=proxy,
+    )
