@@ -9,12 +9,24 @@ options makes its own ``fastnet.Client``.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fastnet.client import Client
 from fastnet.timeout import USE_CLIENT_DEFAULT
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
+    from fastnet._internal.call.options import (
+        AuthLike,
+        BodyOptions,
+        CookiesLike,
+        DataLike,
+        FilesLike,
+        GetOptions,
+        ParamsLike,
+        RequestOptions,
+    )
     from fastnet.headers import HeadersLike
     from fastnet.proxy import Proxy
     from fastnet.request import BodyLike
@@ -44,14 +56,14 @@ def request(
     method: str,
     url: str | URL,
     *,
-    params: Any = None,
+    params: ParamsLike | None = None,
     headers: HeadersLike | None = None,
-    cookies: Any = None,
+    cookies: CookiesLike | None = None,
     body: BodyLike | None = None,
-    data: Any = None,
-    files: Any = None,
-    json: Any = None,
-    auth: Any = None,
+    data: DataLike | None = None,
+    files: FilesLike | None = None,
+    json: object = None,
+    auth: AuthLike | None = None,
     timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
     follow_redirects: bool | None = None,
     proxy: Proxy | str | None = None,
@@ -74,42 +86,42 @@ def request(
     )
 
 
-def stream(method: str, url: str | URL, **options: Any) -> Response:
+def stream(method: str, url: str | URL, **options: Unpack[RequestOptions]) -> Response:
     """``Client.stream`` on the shared default client: ``with fastnet.stream("GET", url) as r: ...``."""
     return default_client().stream(method, url, **options)
 
 
-def get(url: str | URL, **options: Any) -> Response:
+def get(url: str | URL, **options: Unpack[GetOptions]) -> Response:
     """``Client.get`` on the shared default client (``params``, ``headers``, ``cookies``, ``auth``,
     ``timeout``, ``follow_redirects``, ``proxy``)."""
     return default_client().get(url, **options)
 
 
-def head(url: str | URL, **options: Any) -> Response:
+def head(url: str | URL, **options: Unpack[GetOptions]) -> Response:
     """``Client.head`` on the shared default client."""
     return default_client().head(url, **options)
 
 
-def options(url: str | URL, **options: Any) -> Response:
+def options(url: str | URL, **options: Unpack[GetOptions]) -> Response:
     """``Client.options`` on the shared default client."""
     return default_client().options(url, **options)
 
 
-def delete(url: str | URL, **options: Any) -> Response:
+def delete(url: str | URL, **options: Unpack[BodyOptions]) -> Response:
     """``Client.delete`` on the shared default client."""
     return default_client().delete(url, **options)
 
 
-def post(url: str | URL, **options: Any) -> Response:
+def post(url: str | URL, **options: Unpack[RequestOptions]) -> Response:
     """``Client.post`` on the shared default client (``data``, ``files``, ``json``, ``body`` and the rest)."""
     return default_client().post(url, **options)
 
 
-def put(url: str | URL, **options: Any) -> Response:
+def put(url: str | URL, **options: Unpack[RequestOptions]) -> Response:
     """``Client.put`` on the shared default client."""
     return default_client().put(url, **options)
 
 
-def patch(url: str | URL, **options: Any) -> Response:
+def patch(url: str | URL, **options: Unpack[RequestOptions]) -> Response:
     """``Client.patch`` on the shared default client."""
     return default_client().patch(url, **options)

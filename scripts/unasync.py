@@ -11,7 +11,8 @@ blocking module the compiled build is made from:
 Two kinds of generation:
 
 * whole files, ``FILES`` below: ``fastnet/_internal/_async/exchange.py`` becomes
-  ``fastnet/_internal/_sync/exchange.py``, and so on;
+  ``fastnet/_internal/_sync/exchange.py``, and so on (and ``AsyncClient``'s verbs,
+  ``fastnet/_internal/call/async_verbs.py``, become ``Client``'s, ``verbs.py``);
 * blocks inside one file, for a class that offers both forms of one method (``Response.aread`` and
   ``Response.read``): the lines between ``# unasync: begin`` and ``# unasync: end`` are the source, and
   the lines between the ``# unasync: generated`` and ``# unasync: generated end`` markers that follow
@@ -59,6 +60,7 @@ MODULES = (
 
 #: asyncio source → generated blocking module.
 FILES = {f"{ENGINE}/_async/{name}.py": f"{ENGINE}/_sync/{name}.py" for name in MODULES}
+FILES["fastnet/_internal/call/async_verbs.py"] = "fastnet/_internal/call/verbs.py"
 
 #: Files holding ``# unasync: begin`` blocks.
 BLOCK_FILES = ("fastnet/response.py", "fastnet/retry.py")

@@ -22,9 +22,9 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (3, ("fastnet._internal.connection",)),
     (4, ("fastnet._internal.core",)),
     (5, ("fastnet._internal._async", "fastnet._internal._sync")),
-    (6, ("fastnet._internal.call",)),
+    # the call layer checks options against the pool's and the dispatcher's public faces
+    (6, ("fastnet._internal.call", "fastnet.connection_pool", "fastnet.dispatcher")),
     (7, ("fastnet", "fastnet.client", "fastnet.async_client", "fastnet._default")),
-    (7, ("fastnet.connection_pool", "fastnet.dispatcher")),
     (8, ("fastnet.cli", "fastnet.contrib", "fastnet.load", "fastnet.testing", "fastnet.__main__")),
 ]
 

@@ -28,12 +28,12 @@ cpdef RealCall new_call(ClientCore client, Request request)
 
 
 @cython.locals(req=Request, call=RealCall, response=Response, cache=dict)
-cpdef Response request(ClientCore client, object method, object url, object headers=*, object body=*,
-                       object json=*, object proxy=*, object params=*, object data=*, object files=*,
-                       object auth=*, object timeout=*, object follow_redirects=*, object cookies=*,
+cpdef Response request(ClientCore client, object method, object url, object params=*, object headers=*,
+                       object cookies=*, object body=*, object data=*, object files=*, object json=*,
+                       object auth=*, object timeout=*, object follow_redirects=*, object proxy=*,
                        bint stream=*)
 
 
 @cython.locals(call=RealCall, response=Response, cache=dict)
-cpdef Response get(ClientCore client, object url, object headers=*, object proxy=*, object params=*,
-                   object auth=*, object timeout=*, object follow_redirects=*, object cookies=*)
+cpdef Response get(ClientCore client, object url, object params=*, object headers=*, object cookies=*,
+                   object auth=*, object timeout=*, object follow_redirects=*, object proxy=*)

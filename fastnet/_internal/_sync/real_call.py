@@ -67,6 +67,7 @@ from fastnet.url import _cache as _URL_CACHE
 
 if TYPE_CHECKING:
     from fastnet._internal.core.client_core import ClientCore
+    from fastnet.headers import HeadersLike
     from fastnet.request import BodyLike
     from fastnet.response import Response
 
@@ -236,21 +237,23 @@ def request(
     client: ClientCore,
     method: str,
     url: str | URL,
-    headers: Any = None,
+    params: object = None,
+    headers: HeadersLike | None = None,
+    cookies: object = None,
     body: BodyLike | None = None,
-    json: Any = None,
-    proxy: Proxy | str | None = None,
-    params: Any = None,
-    data: Any = None,
-    files: Any = None,
-    auth: Any = None,
-    timeout: Any = USE_CLIENT_DEFAULT,
+    data: object = None,
+    files: object = None,
+    json: object = None,
+    auth: object = None,
+    timeout: object = USE_CLIENT_DEFAULT,
     follow_redirects: bool | None = None,
-    cookies: Any = None,
+    proxy: Proxy | str | None = None,
     stream: bool = False,
 ) -> Response:
-    """Build, execute and (unless ``stream``) read a request: what the client's ``request`` runs. A
-    request with options, or on a client with a ``base_url`` or ``params``, is built by its factory."""
+    """Build, execute and (unless ``stream``) read a request: what the client's ``request`` runs, its
+    keywords in the verbs' order. A request with options, or on a client with a ``base_url`` or ``params``,
+    is built by the client's factory, which also picks the core its call runs on."""
+    req = None
     if (
         client.factory_builds
         or params is not None
@@ -261,36 +264,41 @@ def request(
         or follow_redirects is not None
         or cookies is not None
     ):
-        response: Response = client.factory.send(
-            client,
+        factory = client.factory
+        req = factory.build(
             method,
             url,
-            headers,
-            body,
-            json,
-            proxy,
-            params,
-            data,
-            files,
-            auth,
-            timeout,
-            follow_redirects,
-            cookies,
-            stream,
+            params=params,
+            headers=headers,
+            cookies=cookies,
+            body=body,
+            data=data,
+            files=files,
+            json=json,
+            auth=auth,
+            timeout=timeout,
+            follow_redirects=follow_redirects,
+            proxy=proxy,
         )
-        return response
-    req = None
-    # a str subclass (an enum.StrEnum member) takes the long way: Request makes it a plain str
-    if headers is None and body is None and json is None and type(method) is str and method in KNOWN_METHODS:
-        cache = _URL_CACHE
-        cached = cache.get(url) if isinstance(url, str) else None
-        if cached is not None:  # a cached URL carries no credentials
-            if proxy is not None and not isinstance(proxy, Proxy):
-                proxy = proxy_from_url(proxy)
-            req = make_request(method, cached, EMPTY_HEADERS, None, proxy, None)
-    if req is None:
-        req = Request(method, url, headers, body, json, proxy)
-    call = new_call(client, req)
+        call = new_call(factory.core_for(client, req), req)
+    else:
+        # a str subclass (an enum.StrEnum member) takes the long way: Request makes it a plain str
+        if (
+            headers is None
+            and body is None
+            and json is None
+            and type(method) is str
+            and method in KNOWN_METHODS
+        ):
+            cache = _URL_CACHE
+            cached = cache.get(url) if isinstance(url, str) else None
+            if cached is not None:  # a cached URL carries no credentials
+                if proxy is not None and not isinstance(proxy, Proxy):
+                    proxy = proxy_from_url(proxy)
+                req = make_request(method, cached, EMPTY_HEADERS, None, proxy, None)
+        if req is None:
+            req = Request(method, url, headers, body, json, proxy)
+        call = new_call(client, req)
     response = call.execute()
     if not stream and response._source is not None:
         try:
@@ -304,13 +312,13 @@ def request(
 def get(
     client: ClientCore,
     url: str | URL,
-    headers: Any = None,
-    proxy: Proxy | str | None = None,
-    params: Any = None,
-    auth: Any = None,
-    timeout: Any = USE_CLIENT_DEFAULT,
+    params: object = None,
+    headers: HeadersLike | None = None,
+    cookies: object = None,
+    auth: object = None,
+    timeout: object = USE_CLIENT_DEFAULT,
     follow_redirects: bool | None = None,
-    cookies: Any = None,
+    proxy: Proxy | str | None = None,
 ) -> Response:
     """The client's ``get``: a GET whose body is read."""
     if (
@@ -340,15 +348,11 @@ def get(
         client,
         "GET",
         url,
-        headers,
-        None,
-        None,
-        proxy,
-        params,
-        None,
-        None,
-        auth,
-        timeout,
-        follow_redirects,
-        cookies,
+        params=params,
+        headers=headers,
+        cookies=cookies,
+        auth=auth,
+        timeout=timeout,
+        follow_redirects=follow_redirects,
+        proxy=proxy,
     )

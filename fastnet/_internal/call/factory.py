@@ -18,32 +18,45 @@ default ``params``. Each option lands where an OkHttp user would look for it:
   ``with_*_timeout``) and the call timeout the call's deadline; the copies are cached per distinct
   setting, so a crawler passing ``timeout=5`` on every call makes one.
 
-The asyncio client's factory (``fastnet.async_client``) is this one with the asyncio call and
-RetryAndFollowUp.
+The engine's entry points (``real_call.request``/``get`` and their asyncio twins) call ``build`` and
+``core_for`` and run the call themselves; the asyncio client's factory differs only in the
+RetryAndFollowUp interceptor it replaces in a call's core (``retry``).
 """
 
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from fastnet._internal._sync.real_call import new_call
-from fastnet._internal._sync.retry_follow_up import RetryAndFollowUpInterceptor
 from fastnet.forms import encode_pairs, merge_params
 from fastnet.request import Request
-from fastnet.timeout import USE_CLIENT_DEFAULT
+from fastnet.timeout import USE_CLIENT_DEFAULT, Timeout
 from fastnet.url import SCHEME_PREFIX, URL, check_controls
 
 if TYPE_CHECKING:
+    from fastnet._internal.call.options import (
+        AuthenticatorLike,
+        AuthLike,
+        CookiesLike,
+        DataLike,
+        FilesLike,
+        ParamsLike,
+    )
     from fastnet._internal.core.client_core import ClientCore
-    from fastnet.response import Response
+    from fastnet.headers import HeadersLike
+    from fastnet.proxy import Proxy
+    from fastnet.request import BodyLike
+    from fastnet.timeout import TimeoutTypes, UseClientDefault
+
+    #: What a call takes from its request: ``(timeout, follow_redirects, authenticator)`` (``Request``).
+    CallSettings = tuple[Timeout | UseClientDefault, bool | None, AuthenticatorLike | None]
 
 __all__ = ["RequestFactory", "join_base_url"]
 
 _MAX_CORES = 64
 
 
-def join_base_url(base: URL, url: Any) -> URL:
+def join_base_url(base: URL, url: str | URL) -> URL:
     """``url`` against ``base_url``. Only an absolute URL (``scheme:`` first, RFC 3986 §3.1) is used as
     it is; anything else is a reference *under* the base, so it can never reach another origin: its path
     is appended to the base's path with its leading slashes (and backslashes, which WHATWG reads as
@@ -72,13 +85,15 @@ def join_base_url(base: URL, url: Any) -> URL:
 class RequestFactory:
     """Builds a client's requests from options and picks each call's settings (see the module doc)."""
 
-    __slots__ = ("base_url", "params", "cores", "derived", "closed")
-    retry_interceptor: Any = RetryAndFollowUpInterceptor
+    __slots__ = ("base_url", "params", "retry", "cores", "derived", "closed")
 
-    def __init__(self, base_url: URL | None, params: str | None) -> None:
+    def __init__(self, base_url: URL | None, params: str | None, retry: type) -> None:
         self.base_url = base_url
         self.params = params  # the client's, encoded
-        self.cores: dict[Any, ClientCore] = {}  # per-call settings -> the core calls with them run on
+        self.retry = retry  # the class of the client's RetryAndFollowUp interceptor
+        self.cores: dict[
+            CallSettings, ClientCore
+        ] = {}  # per-call settings -> the core calls with them run on
         self.derived: weakref.WeakSet[ClientCore] = weakref.WeakSet()  # every one made, to close them
         self.closed = False
 
@@ -90,26 +105,28 @@ class RequestFactory:
     def build(
         self,
         method: str,
-        url: Any,
-        headers: Any = None,
-        body: Any = None,
-        json: Any = None,
-        proxy: Any = None,
-        params: Any = None,
-        data: Any = None,
-        files: Any = None,
-        auth: Any = None,
-        timeout: Any = USE_CLIENT_DEFAULT,
+        url: str | URL,
+        *,
+        params: ParamsLike | None = None,
+        headers: HeadersLike | None = None,
+        cookies: CookiesLike | None = None,
+        body: BodyLike | None = None,
+        data: DataLike | None = None,
+        files: FilesLike | None = None,
+        json: object = None,
+        auth: AuthLike | None = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
         follow_redirects: bool | None = None,
-        cookies: Any = None,
+        proxy: Proxy | str | None = None,
     ) -> Request:
-        """The ``Request`` for these options, with the client's base_url and params."""
+        """The ``Request`` for these options (the verbs' keywords), with the client's base_url and params."""
         if self.base_url is not None:
             url = join_base_url(self.base_url, url)
+        query = None
         if self.params is not None:
-            params = merge_params(self.params, params)
+            query = merge_params(self.params, params)
         elif params is not None:
-            params = encode_pairs(params, "params")
+            query = encode_pairs(params, "params")
         return Request(
             method,
             url,
@@ -118,7 +135,7 @@ class RequestFactory:
             json,
             proxy,
             None,
-            params=params or None,
+            params=query or None,
             data=data,
             files=files,
             auth=auth,
@@ -143,10 +160,10 @@ class RequestFactory:
             self.cores[options] = derived
         return derived
 
-    def _derive(self, core: ClientCore, options: tuple[Any, Any, Any]) -> ClientCore:
+    def _derive(self, core: ClientCore, options: CallSettings) -> ClientCore:
         timeout, follow_redirects, authenticator = options
         derived = core.copy()
-        if timeout is not USE_CLIENT_DEFAULT:
+        if isinstance(timeout, Timeout):
             (
                 derived.connect_timeout,
                 derived.read_timeout,
@@ -159,7 +176,7 @@ class RequestFactory:
             derived.authenticator = authenticator
         if follow_redirects is not None or authenticator is not None:
             # RetryAndFollowUp reads these from its core: this call gets one of its own
-            retry = self.retry_interceptor
+            retry = self.retry
             derived.interceptors = [retry(derived) if type(i) is retry else i for i in core.interceptors]
         derived.closed = core.closed or self.closed
         self.derived.add(derived)
@@ -171,47 +188,3 @@ class RequestFactory:
         for derived in list(self.derived):
             derived.closed = True
         self.cores.clear()
-
-    def send(
-        self,
-        core: ClientCore,
-        method: str,
-        url: Any,
-        headers: Any,
-        body: Any,
-        json: Any,
-        proxy: Any,
-        params: Any,
-        data: Any,
-        files: Any,
-        auth: Any,
-        timeout: Any,
-        follow_redirects: bool | None,
-        cookies: Any,
-        stream: bool,
-    ) -> Response:
-        """Build, execute and (unless ``stream``) read: the blocking entry points' path for options."""
-        request = self.build(
-            method,
-            url,
-            headers,
-            body,
-            json,
-            proxy,
-            params,
-            data,
-            files,
-            auth,
-            timeout,
-            follow_redirects,
-            cookies,
-        )
-        call = new_call(self.core_for(core, request), request)
-        response = call.execute()
-        if not stream and response._source is not None:
-            try:
-                response.read()
-            except BaseException:
-                response.close()
-                raise
-        return response

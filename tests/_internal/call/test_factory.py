@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import fastnet
+from fastnet._internal._sync.retry_follow_up import RetryAndFollowUpInterceptor
 from fastnet._internal.call.factory import RequestFactory, join_base_url
 from fastnet.testing import MockResponse, MockServer
 from tests.support.clients import assert_pool_clean, blocking_only, make_fast_client
@@ -665,18 +666,21 @@ def test_factory_join_base_url_refuses_controls_and_non_strings() -> None:
 
 
 def test_factory_build_applies_base_url_and_params() -> None:
-    factory = RequestFactory(fastnet.URL("http://a.test/v1/"), "key=k&lang=en")
-    assert factory.builds and not RequestFactory(None, None).builds
+    retry = RetryAndFollowUpInterceptor
+    factory = RequestFactory(fastnet.URL("http://a.test/v1/"), "key=k&lang=en", retry)
+    assert factory.builds and not RequestFactory(None, None, retry).builds
     request = factory.build("GET", "items", params={"lang": "fr", "page": 2})
     assert str(request.url) == "http://a.test/v1/items?key=k&lang=fr&page=2"
-    plain = RequestFactory(None, None).build("POST", "http://a.test/x", params=[("a", 1)], data={"f": "v"})
+    plain = RequestFactory(None, None, retry).build(
+        "POST", "http://a.test/x", params=[("a", 1)], data={"f": "v"}
+    )
     assert str(plain.url) == "http://a.test/x?a=1"
     assert plain.body is not None and plain.body.content_type == "application/x-www-form-urlencoded"
 
 
 def test_factory_core_for_one_copy_per_distinct_setting() -> None:
     with fastnet.Client(trust_env=False, read_timeout=10) as client:
-        factory, core = client._factory, client._core
+        factory, core = client._assembly.factory, client._core
         plain = fastnet.Request("GET", "http://a.test/")
         assert factory.core_for(core, plain) is core  # no call settings: the client's own
         five = factory.core_for(core, fastnet.Request("GET", "http://a.test/", timeout=5))
@@ -702,8 +706,8 @@ def test_factory_an_unhashable_authenticator_is_not_cached() -> None:
 
     with fastnet.Client(trust_env=False) as client:
         request = fastnet.Request("GET", "http://a.test/", auth=Unhashable())
-        first = client._factory.core_for(client._core, request)
-        second = client._factory.core_for(client._core, request)
+        first = client._assembly.factory.core_for(client._core, request)
+        second = client._assembly.factory.core_for(client._core, request)
         assert request._options is not None
         assert first is not second and first.authenticator is request._options[2]
-        assert client._factory.cores == {}
+        assert client._assembly.factory.cores == {}
