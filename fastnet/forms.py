@@ -43,8 +43,10 @@ _Scalar: TypeAlias = str | bytes | bytearray | int | float
 #: One value of a query or form: text, bytes or a number; a list or tuple of them repeats the key;
 #: ``None`` is left out.
 PairValue: TypeAlias = _Scalar | Sequence[_Scalar | None] | None
-#: What ``params=`` and a form's ``data=`` accept (besides an already encoded ``str``/``bytes``).
-PairsLike: TypeAlias = Mapping[str, PairValue] | Iterable[tuple[_Scalar, PairValue]]
+#: What ``params=`` and a form's ``data=`` accept (besides an already encoded ``str``/``bytes``): a mapping
+#: or ``(key, value)`` pairs whose values are ``PairValue``s, checked when they are encoded. The annotation
+#: says ``object`` so that a dict literal mixing them (``{"q": "x", "page": 2}``) type-checks.
+PairsLike: TypeAlias = Mapping[str, object] | Iterable[tuple[object, object]]
 #: ``params=``: pairs, or a query string already encoded.
 ParamsLike: TypeAlias = PairsLike | str | bytes | bytearray
 #: A file's content: a binary file object, ``bytes`` or ``str``.

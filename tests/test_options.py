@@ -89,9 +89,9 @@ def test_options_misspelt_name_suggests_the_nearest(cls: type[fastnet.Client]) -
     client = cls(trust_env=False)
     try:
         with pytest.raises(TypeError, match=r"with_options\(\) got .*'netwrk_interceptors' \(did you mean"):
-            client.with_options(netwrk_interceptors=[])
+            client.with_options(netwrk_interceptors=[])  # type: ignore[call-arg]
         with pytest.raises(TypeError, match=r"'zzz'$"):
-            client.with_options(zzz=1)  # nothing close: no suggestion
+            client.with_options(zzz=1)  # type: ignore[call-arg]  # nothing close: no suggestion
     finally:
         client._close()
 
@@ -123,7 +123,7 @@ def test_options_doc_check_fails_on_a_stale_file(tmp_path: Path, capsys: pytest.
     (tmp_path / "docs").mkdir()
     for name in ("pyproject.toml", script.DOC):
         shutil.copyfile(ROOT / name, tmp_path / name)
-    script.ROOT = tmp_path
+    script.ROOT = tmp_path  # type: ignore[attr-defined]
     assert script.main(["--check"]) == 0
     doc = tmp_path / script.DOC
     doc.write_text(doc.read_text().replace("| `read_timeout` |", "| `read_timeout` | (edited)"))
@@ -159,7 +159,7 @@ def test_options_new_option_reaches_client_with_options_config_and_docs(cls: typ
     with pytest.raises(ValueError, match="retry_budget must be an int >= 0"):
         generated["check_options"](given._replace(retry_budget=-1))  # its check runs
 
-    class NewClient(generated["OptionsBase"], cls):  # type: ignore[misc]
+    class NewClient(generated["OptionsBase"], cls):  # type: ignore[misc, valid-type, name-defined]
         pass
 
     init = inspect.signature(NewClient).parameters["retry_budget"]
@@ -237,7 +237,7 @@ def test_verbs_bound_per_client_unless_overridden(server: MockServer) -> None:
     seen = []
 
     class Logging(fastnet.Client):
-        def get(self, url: Any, **options: Any) -> fastnet.Response:  # type: ignore[override]
+        def get(self, url: Any, **options: Any) -> fastnet.Response:
             seen.append(url)
             return super().get(url, **options)
 
@@ -255,7 +255,7 @@ def test_verbs_async_bound_per_client_unless_overridden(run: Any, server: MockSe
     seen = []
 
     class Logging(fastnet.AsyncClient):
-        async def get(self, url: Any, **options: Any) -> fastnet.Response:  # type: ignore[override]
+        async def get(self, url: Any, **options: Any) -> fastnet.Response:
             seen.append(url)
             return await super().get(url, **options)
 

@@ -97,9 +97,9 @@ def test_params_on_get_head_and_stream(server: MockServer) -> None:
 def test_bad_params_are_refused_before_anything_is_sent(server: MockServer) -> None:
     with make_fast_client() as client:
         with pytest.raises(TypeError, match="params"):
-            client.get(server.url("/"), params=42)
+            client.get(server.url("/"), params=42)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="pair"):
-            client.get(server.url("/"), params=["not a pair"])
+            client.get(server.url("/"), params=["not a pair"])  # type: ignore[list-item]
         with pytest.raises(TypeError, match="value"):
             client.get(server.url("/"), params={"a": object()})
     assert server.request_count == 0
@@ -662,7 +662,7 @@ def test_factory_join_base_url_refuses_controls_and_non_strings() -> None:
         with pytest.raises(ValueError):
             join_base_url(base, bad)
     with pytest.raises(TypeError, match="must be a str or URL"):
-        join_base_url(base, 42)
+        join_base_url(base, 42)  # type: ignore[arg-type]
 
 
 def test_factory_build_applies_base_url_and_params() -> None:

@@ -191,6 +191,6 @@ def test_connector_a_refused_connect_through_the_client_is_recorded() -> None:
         with fastnet.Client(dns=dns, trust_env=False, retry_on_connection_failure=False) as client:
             with pytest.raises(fastnet.ConnectError):
                 client.get(f"http://refused.test:{port}/")
-            (failed,) = client._route_database.failed_routes()
+            (failed,) = client.route_database.failed_routes()
     assert failed.socket_address == ("127.0.0.1", port) and failed.address.host == "refused.test"
     assert [(host, ip) for host, ip, _ in dns.failed] == [("refused.test", "127.0.0.1")]
