@@ -14,7 +14,7 @@ from __future__ import annotations
 import codecs
 import importlib
 import re
-from typing import Any
+from types import ModuleType
 
 __all__ = ["charset_of", "decode_guessing", "guess_encoding", "parse_links"]
 
@@ -91,13 +91,15 @@ def decode_guessing(content: bytes, content_type: str | None = None) -> str:
     return content.decode(_statistical(content[:_GUESS]) or "windows-1252", errors="replace")
 
 
-_GUESSER: list[Any] = []  # [(name, module)] once looked for; [(None, None)] when neither is installed
+_GUESSER: list[
+    tuple[str | None, ModuleType | None]
+] = []  # [(name, module)] once looked for; [(None, None)] when neither is installed
 
 
 def _statistical(sample: bytes) -> str | None:
     """charset_normalizer's (requests' guesser) or chardet's guess, when one is installed."""
     if not _GUESSER:
-        found: tuple[Any, Any] = (None, None)
+        found: tuple[str | None, ModuleType | None] = (None, None)
         for name in ("charset_normalizer", "chardet"):
             try:
                 found = (name, importlib.import_module(name))
@@ -105,10 +107,10 @@ def _statistical(sample: bytes) -> str | None:
             except ImportError:
                 continue
         _GUESSER.append(found)
-    name, guesser = _GUESSER[0]
+    which, guesser = _GUESSER[0]
     if guesser is None:
         return None
-    if name == "charset_normalizer":
+    if which == "charset_normalizer":
         best = guesser.from_bytes(sample).best()
         encoding = best.encoding if best is not None else None
     else:

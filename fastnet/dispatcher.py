@@ -52,7 +52,7 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, InvalidStateError
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 
 from fastnet._internal.util.clock import monotonic
 from fastnet.exceptions import CanceledError
@@ -65,6 +65,8 @@ if TYPE_CHECKING:
 __all__ = ["Callback", "Dispatcher"]
 
 _log = logging.getLogger("fastnet.dispatcher")
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 _IDLE_THREAD_SECONDS = 60.0
 
 
@@ -505,7 +507,7 @@ class _ThreadPool(Executor):
     def __init__(self, name: str, max_threads: int) -> None:
         self._name = name
         self._lock = threading.Lock()
-        self._tasks: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
+        self._tasks: deque[tuple[Callable[..., object], tuple[object, ...]]] = deque()
         self._idle = 0
         self._threads = 0  # alive
         self._made = 0  # ever made (their names)
@@ -518,8 +520,8 @@ class _ThreadPool(Executor):
             self._max_threads = value
             self._wake.notify_all()  # idle threads past the new bound end
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        future: Future[Any] = Future()
+    def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_T]:
+        future: Future[_T] = Future()
 
         def task() -> None:
             if not future.set_running_or_notify_cancel():
@@ -532,7 +534,7 @@ class _ThreadPool(Executor):
         self.run_soon(task)
         return future
 
-    def run_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+    def run_soon(self, fn: Callable[..., object], *args: object) -> None:
         """Run ``fn(*args)`` on a pool thread; its exceptions are logged."""
         with self._lock:
             if self._shut_down:

@@ -18,9 +18,12 @@ Timeout(connect=5, read=5, write=5)
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 from fastnet._internal.util.timeouts import timeout_seconds
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["USE_CLIENT_DEFAULT", "Timeout", "TimeoutTypes", "UseClientDefault", "as_timeout"]
 
@@ -49,8 +52,10 @@ class UseClientDefault:
 #: The default of a request's ``timeout=``: the client's timeouts apply.
 USE_CLIENT_DEFAULT: Final = UseClientDefault()
 
-_UNSET: Any = USE_CLIENT_DEFAULT
+_UNSET: Final = USE_CLIENT_DEFAULT
 _PHASES = ("connect", "read", "write", "call")
+#: One phase's value: seconds, ``None`` (no timeout) or ``USE_CLIENT_DEFAULT``.
+_Phase: TypeAlias = "float | None | UseClientDefault"
 
 
 class Timeout:
@@ -113,12 +118,12 @@ class Timeout:
         parts = [f"{n}={getattr(self, n)!r}" for n in _PHASES if getattr(self, n) is not _UNSET]
         return f"Timeout({', '.join(parts)})"
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[Callable[[dict[str, _Phase]], Timeout], tuple[dict[str, _Phase]]]:
         kwargs = {n: getattr(self, n) for n in _PHASES}
         return (_rebuild, (kwargs,))
 
 
-def _rebuild(kwargs: dict[str, Any]) -> Timeout:
+def _rebuild(kwargs: dict[str, _Phase]) -> Timeout:
     return Timeout(**kwargs)
 
 
@@ -129,7 +134,7 @@ TimeoutTypes: TypeAlias = float | None | tuple[float | None, float | None] | Tim
 _NONE = Timeout(None, call=None)
 
 
-def as_timeout(value: Any, where: str = "timeout") -> Timeout:
+def as_timeout(value: object, where: str = "timeout") -> Timeout:
     """``timeout=`` as a ``Timeout``: a number, ``None`` (no timeouts, the call's included), a
     ``(connect, read)`` pair, or a ``Timeout``."""
     if isinstance(value, Timeout):

@@ -363,11 +363,11 @@ def _check(args: argparse.Namespace, request: dict[str, Any]) -> None:
 
 def _variables(
     response: fastnet.Response | None, error: BaseException | None, code: int, downloaded: int
-) -> dict[str, Any]:
+) -> dict[str, str | int | float]:
     """curl's ``--write-out`` variables for what happened (``downloaded``: the body bytes written)."""
     t = response.timings if response is not None else None
     tls = t is not None and t.tls > 0
-    values: dict[str, Any] = {
+    values: dict[str, str | int | float] = {
         "http_code": f"{response.status_code:03d}" if response is not None else "000",
         "response_code": response.status_code if response is not None else 0,
         "http_version": (response.protocol.split("/")[-1] if response is not None else "0"),
@@ -408,8 +408,8 @@ def _variables(
         if response.history and t is not None and t.request_start > 0:
             # the final exchange started after the redirects (and its own connection, if it made one)
             values["time_redirect"] = max(0.0, t.request_start - t.call_start - (t.dns + t.connect + t.tls))
-        total = values["time_total"]
-        values["speed_download"] = int(values["size_download"] / total) if total > 0 else 0
+        total = t.total if t is not None else 0.0  # values["time_total"]
+        values["speed_download"] = int(downloaded / total) if total > 0 else 0
     return values
 
 

@@ -32,7 +32,7 @@ Edit that file, then run the script.
 from __future__ import annotations
 
 from inspect import isawaitable  # async-only
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fastnet._internal._async.chain import AsyncInternalInterceptor
 from fastnet._internal.http1.decoders import ACCEPT_ENCODING, new_decoder
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from fastnet._internal._async.chain import AsyncRealInterceptorChain
     from fastnet._internal._async.exchange import AsyncExchange
     from fastnet._internal.core.client_core import ClientCore
+    from fastnet.cookies import Cookie, CookieJar
     from fastnet.request import Request
     from fastnet.url import URL
 
@@ -130,7 +131,7 @@ class AsyncBridgeInterceptor(AsyncInternalInterceptor):
         response.request = request
         return response
 
-    def build_headers(self, request: Request, cookies: Any) -> tuple[Headers, bool]:
+    def build_headers(self, request: Request, cookies: list[Cookie] | None) -> tuple[Headers, bool]:
         user = request.headers
         body = request.body
         items = list(user._items)
@@ -174,14 +175,15 @@ class AsyncBridgeInterceptor(AsyncInternalInterceptor):
         return headers_from_list(items), gzip_added
 
 
-async def _save_cookies(jar: Any, url: URL, values: list[str]) -> None:
+async def _save_cookies(jar: CookieJar, url: URL, values: list[str]) -> None:
     cookies = []
     for value in values:
         cookie = parse_set_cookie(value, url)
         if cookie is not None:
             cookies.append(cookie)
     if cookies:
-        saved = jar.save_from_response(url, cookies)  # async-only
+        # an asyncio jar's may be a coroutine function  # async-only
+        saved = jar.save_from_response(url, cookies)  # type: ignore[func-returns-value]  # async-only
         if isawaitable(saved):  # async-only
             await saved  # async-only
         # sync-only: jar.save_from_response(url, cookies)

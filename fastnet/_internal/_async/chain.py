@@ -25,7 +25,7 @@ with ``intercept(chain)`` is called as Python.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from fastnet._internal.util.timeouts import timeout_seconds
 
@@ -35,6 +35,12 @@ if TYPE_CHECKING:
     from fastnet._internal.connection.connection_user import ConnectionUser
     from fastnet.request import Request
     from fastnet.response import Response
+
+    class AsyncInterceptor(Protocol):
+        """A user's interceptor as this engine's chain calls it (``fastnet.Interceptor``)."""
+
+        def intercept(self, chain: AsyncRealInterceptorChain) -> Awaitable[Response]: ...
+
 
 __all__ = [
     "AsyncFunctionInterceptor",
@@ -87,7 +93,7 @@ class AsyncRealInterceptorChain:
         "follow_redirects",
     )
     call: ConnectionUser  # the RealCall
-    interceptors: list[Any]
+    interceptors: list[AsyncInternalInterceptor | AsyncInterceptor]
     index: int
     request: Request
     exchange: AsyncExchange | None  # set below ConnectInterceptor: network interceptors and CallServer
@@ -182,7 +188,7 @@ class AsyncRealInterceptorChain:
 
 def first_async_chain(
     call: ConnectionUser,
-    interceptors: list[Any],
+    interceptors: list[AsyncInternalInterceptor | AsyncInterceptor],
     request: Request,
     connect_timeout: float,
     read_timeout: float,

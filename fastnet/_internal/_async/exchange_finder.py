@@ -56,7 +56,7 @@ import asyncio  # async-only
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fastnet._internal._async.happy_eyeballs import connect_tcp_async
 from fastnet._internal._async.io import (
@@ -90,10 +90,16 @@ from fastnet.proxy import Proxy, ProxyType
 from fastnet.route import is_ip_literal
 
 if TYPE_CHECKING:
+    import socket
+    from collections.abc import Iterable
+
+    from fastnet._internal._async.io import Channel, Connecting
     from fastnet._internal.connection.connection_user import ConnectionUser
     from fastnet._internal.connection.connector import Connector
+    from fastnet.events import EventListener
     from fastnet.request import Request
     from fastnet.route import Address, Route
+    from fastnet.url import URL
 
 __all__ = [
     "PROBE_IDLE_AFTER",
@@ -213,7 +219,7 @@ class AsyncExchangeFinder:
     canceled: bool
     # what cancel() aborts (io.abort): a name lookup, the connect race, a connecting socket, the connection
     # (or socket) in its handshakes
-    connecting: Any
+    connecting: Connecting
     tried: set[Route]  # routes this finder connected or failed to connect: never offered twice
     dns_time: float  # seconds spent selecting routes (resolving names), for response.timings
     tls_time: float  # seconds of the last origin TLS handshake
@@ -300,13 +306,13 @@ class AsyncExchangeFinder:
         self.canceled = True
         abort(self.connecting)
 
-    async def _lookup(self, host: str) -> Any:
+    async def _lookup(self, host: str) -> Iterable[object]:
         """The client's Dns answer for ``host`` (on asyncio in a task of its own, which ``cancel()`` ends)."""
         if self._is_canceled():
             raise CanceledError("Canceled", phase="dns")
         return await lookup_host(self.connector.dns, host, self._set_connecting)
 
-    def _set_connecting(self, connecting: Any) -> None:
+    def _set_connecting(self, connecting: Connecting) -> None:
         self.connecting = connecting
         # sync-only: if connecting is not None and self.canceled:
         # sync-only:     raise CanceledError("Canceled", phase="connect")
@@ -479,7 +485,9 @@ class AsyncExchangeFinder:
         # a lambda, not the bound method: compiled, a typed object's cpdef method as a value loses its self
         raise connect_failure(self.address, attempts, selection_errors, lambda route: self._target_of(route))
 
-    async def _attach(self, sock: Any, route: Route, http_proxy: bool, handshake_timeout: float) -> Any:
+    async def _attach(
+        self, sock: socket.socket, route: Route, http_proxy: bool, handshake_timeout: float
+    ) -> Channel:
         """The channel the handshakes run on over the connected ``sock`` (closed on failure)."""
         try:
             channel = await attach(sock, route, self.address, http_proxy, handshake_timeout)
@@ -494,8 +502,8 @@ class AsyncExchangeFinder:
         return channel
 
     async def _establish(
-        self, channel: Any, route: Route, connect_timeout: float, handshake_timeout: float
-    ) -> Any:
+        self, channel: Channel, route: Route, connect_timeout: float, handshake_timeout: float
+    ) -> Channel:
         """SOCKS handshake or CONNECT tunnel, then TLS to the origin, on ``channel``; the channel to make the
         connection of (a TLS socket, a tunnel's, on the blocking side). Closes it on failure."""
         connector = self.connector
@@ -580,7 +588,7 @@ class AsyncExchangeFinder:
 
     async def _reconnect(
         self, route: Route, target: tuple[str, int], connect_timeout: float, handshake_timeout: float
-    ) -> Any:
+    ) -> Channel:
         """A new channel to the route's proxy (TLS to it for ``Proxy.https``), after a 407 that closed; in
         raw mode, for the next CONNECT."""
         connector = self.connector
@@ -602,7 +610,7 @@ class AsyncExchangeFinder:
         raw_mode(channel, True)
         return channel
 
-    async def _proxy_tls(self, channel: Any, proxy: Proxy, handshake_timeout: float) -> Any:
+    async def _proxy_tls(self, channel: Channel, proxy: Proxy, handshake_timeout: float) -> Channel:
         """TLS to an HTTPS proxy (``Proxy.https``) over ``channel``."""
         connector = self.connector
         return await start_tls(
@@ -632,20 +640,20 @@ class SelectorEvents:
 
     __slots__ = ("call", "listener")
 
-    def __init__(self, call: Any, listener: Any) -> None:
+    def __init__(self, call: ConnectionUser, listener: EventListener) -> None:
         self.call = call
         self.listener = listener
 
-    def proxy_select_start(self, url: Any) -> None:
+    def proxy_select_start(self, url: URL | None) -> None:
         self.listener.proxy_select_start(self.call, url)
 
-    def proxy_select_end(self, url: Any, proxies: Any) -> None:
+    def proxy_select_end(self, url: URL | None, proxies: list[Proxy]) -> None:
         self.listener.proxy_select_end(self.call, url, proxies)
 
     def dns_start(self, host: str) -> None:
         self.listener.dns_start(self.call, host)
 
-    def dns_end(self, host: str, ips: Any) -> None:
+    def dns_end(self, host: str, ips: list[str]) -> None:
         self.listener.dns_end(self.call, host, ips)
 
 
@@ -687,11 +695,11 @@ def connect_failure(
     return error
 
 
-def socks_proxy_ip(proxy: Proxy, answer: Any) -> str:
+def socks_proxy_ip(proxy: Proxy, answer: Iterable[object]) -> str:
     """The IP to dial for a SOCKS proxy given by name: the first of the client's Dns answer."""
-    if not answer:
+    first = next(iter(answer), None) if answer else None  # (a Dns may answer any iterable, or None)
+    if first is None:
         raise ProxyError(f"cannot resolve SOCKS proxy {proxy}: no addresses", proxy=proxy)
-    first = answer[0]
     return first if isinstance(first, str) else str(first[0] if isinstance(first, tuple) else first)
 
 

@@ -45,13 +45,18 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastnet._internal._async.io import IN_FLIGHT, AsyncRace
 from fastnet._internal.util.sockets import all_failed, connect_error, hostport, new_socket
 from fastnet.exceptions import ConnectError, ConnectTimeout
 
 # sync-only: from fastnet._internal._sync.io import connect_one
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from fastnet._internal._async.io import Connecting
 
 __all__ = ["DEFAULT_ATTEMPT_DELAY", "connect_tcp_async", "default_target", "describe_target"]
 
@@ -61,12 +66,14 @@ R = TypeVar("R")
 _INF = float("inf")
 
 
+# Any: connect_tcp is generic in its routes (``R``), and a default argument cannot be typed by ``R``:
+# any route with a ``socket_address``
 def default_target(route: Any) -> tuple[str, int]:
     """Where a route's TCP connect goes by default: its socket address."""
     return route.socket_address  # type: ignore[no-any-return]
 
 
-def describe_target(route: Any, target: tuple[str, int]) -> str:
+def describe_target(route: object, target: tuple[str, int]) -> str:
     """How an attempt is named in timeout messages by default: ``host:port``."""
     return hostport(target[0], target[1])
 
@@ -74,12 +81,13 @@ def describe_target(route: Any, target: tuple[str, int]) -> str:
 class _Attempt:
     __slots__ = ("route", "target", "sock", "deadline", "task")
 
+    # ``route`` is whatever connect_tcp's caller gives (its ``R``): Any, as a cdef class cannot be Generic
     def __init__(self, route: Any, target: tuple[str, int], sock: socket.socket, deadline: float) -> None:
         self.route = route
         self.target = target
         self.sock = sock
         self.deadline = deadline
-        self.task: Any = None  # asyncio: the task awaiting the connect
+        self.task: asyncio.Task[None] | None = None  # asyncio: the task awaiting the connect
 
 
 async def connect_tcp_async(
@@ -92,7 +100,7 @@ async def connect_tcp_async(
     on_failure: Callable[[R, BaseException], None] | None = None,
     target_of: Callable[[R], tuple[str, int]] = default_target,
     on_overtaken: Callable[[R, BaseException], None] | None = None,
-    on_connecting: Callable[[Any], None] | None = None,
+    on_connecting: Callable[[Connecting], None] | None = None,
     describe: Callable[[R, tuple[str, int]], str] | None = None,
     local_address: str | None = None,
 ) -> tuple[socket.socket, R, list[tuple[R, BaseException]]]:

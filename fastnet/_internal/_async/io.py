@@ -13,7 +13,7 @@ import asyncio
 import socket
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from fastnet._internal._async.real_connection import AsyncRealConnection, new_async_connection
 from fastnet._internal.connection.socks import socks4a_connect_async, socks5_connect_async
@@ -23,6 +23,34 @@ from fastnet._internal.util.sockets import connect_error
 from fastnet.dns import alookup
 from fastnet.exceptions import CanceledError
 from fastnet.route import is_ip_literal
+
+if TYPE_CHECKING:
+    import ssl
+    from collections.abc import Iterable, Sequence
+    from typing import TypeAlias
+
+    from fastnet._internal._async.happy_eyeballs import _Attempt
+    from fastnet._internal._async.real_call import AsyncRealCall
+    from fastnet._internal.connection.connection_user import ConnectionUser
+    from fastnet._internal.connection.tls import TlsSessions
+    from fastnet.authenticator import AuthenticatorLike
+    from fastnet.dns._base import DnsLike
+    from fastnet.response import Response
+    from fastnet.route import Address, Route
+
+    #: What the handshakes run on: the connection attached to the socket's transport.
+    Channel: TypeAlias = AsyncRealConnection
+    #: What a finder's ``cancel()`` aborts: the connect race, the connection in its handshakes, a lookup.
+    Connecting: TypeAlias = "AsyncRace | AsyncRealConnection | asyncio.Future[Iterable[object]] | None"
+    #: A socket address as ``connect`` takes it: ``(host, port)``, or the longer IPv6 tuple.
+    SockAddr: TypeAlias = tuple[str, int] | tuple[str, int, int, int] | tuple[int, bytes]
+
+    class AsyncCallback(Protocol):
+        """What ``call.enqueue(callback)`` reports to; each method may be a coroutine function."""
+
+        def on_response(self, call: AsyncRealCall, response: Response) -> object: ...
+        def on_failure(self, call: AsyncRealCall, error: BaseException) -> object: ...
+
 
 __all__ = [
     "AsyncCallFuture",
@@ -81,7 +109,7 @@ class AsyncRace:
     __slots__ = ("in_flight", "aborted", "is_canceled", "loop")
 
     def __init__(self, is_canceled: Callable[[], bool] | None) -> None:
-        self.in_flight: list[Any] = []  # in launch order
+        self.in_flight: list[_Attempt] = []  # in launch order
         self.aborted = False
         self.is_canceled = is_canceled
         self.loop = asyncio.get_running_loop()
@@ -97,7 +125,7 @@ class AsyncRace:
         if self.aborted or (self.is_canceled is not None and self.is_canceled()):
             raise CanceledError("Canceled while connecting", phase="connect")
 
-    async def sockaddr_of(self, target: tuple[str, int]) -> tuple[int, Any]:
+    async def sockaddr_of(self, target: tuple[str, int]) -> tuple[int, SockAddr]:
         """The address family and sockaddr for ``target``; a host name (a proxy given by name) is resolved
         by the loop's resolver, off the loop's thread."""
         host = target[0]
@@ -109,7 +137,7 @@ class AsyncRace:
         family, _, _, _, sockaddr = infos[0]
         return family, sockaddr
 
-    def start(self, attempt: Any, sockaddr: Any) -> int:
+    def start(self, attempt: _Attempt, sockaddr: SockAddr) -> int:
         """Start connecting ``attempt.sock`` (non-blocking) to ``sockaddr``: a task, always ``IN_FLIGHT``."""
         self.in_flight.append(attempt)
         loop = self.loop
@@ -118,7 +146,7 @@ class AsyncRace:
         attempt.task = task
         return IN_FLIGHT
 
-    async def wait(self, seconds: float) -> list[Any]:
+    async def wait(self, seconds: float) -> list[_Attempt]:
         """Wait up to ``seconds`` (inf: no limit) for an attempt to finish; the finished ones, in launch
         order. ``CanceledError`` when the race was aborted or the caller canceled meanwhile."""
         await asyncio.wait(
@@ -129,21 +157,21 @@ class AsyncRace:
         self.check_canceled()
         return [a for a in self.in_flight if a.task is not None and a.task.done()]
 
-    def outcome(self, attempt: Any) -> BaseException | None:
+    def outcome(self, attempt: _Attempt) -> BaseException | None:
         """None when the finished ``attempt`` connected, else why it failed (an errno's own ``OSError``)."""
-        task = attempt.task
-        if task.cancelled():
+        task = attempt.task  # a finished attempt has its task
+        if task.cancelled():  # type: ignore[union-attr]
             raise asyncio.CancelledError()  # not our abort: someone cancelled the attempt
-        error: BaseException | None = task.exception()
+        error: BaseException | None = task.exception()  # type: ignore[union-attr]
         if isinstance(error, OSError) and error.errno:
             return connect_error(error.errno)  # the errno's own message, as the blocking race's
         return error
 
-    def drop(self, attempt: Any) -> None:
+    def drop(self, attempt: _Attempt) -> None:
         """Forget a failed ``attempt`` (its task's done callback closed its socket)."""
         self.in_flight.remove(attempt)
 
-    async def finish(self, attempts: list[Any]) -> None:
+    async def finish(self, attempts: list[_Attempt]) -> None:
         """Cancel ``attempts``, wait until each task has ended and close their sockets."""
         tasks = []
         for attempt in attempts:
@@ -168,7 +196,7 @@ class AsyncRace:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-def abort(connecting: Any) -> None:
+def abort(connecting: Connecting) -> None:
     """Abort what a finder has in flight (on the loop's thread): the connect race, the connection in its
     handshakes (its transport is aborted, so a pending handshake read or TLS handshake ends now) or a name
     lookup (a task)."""
@@ -180,7 +208,7 @@ def abort(connecting: Any) -> None:
         connecting.cancel()  # a name lookup
 
 
-async def lookup_host(dns: Any, host: str, on_lookup: Callable[[Any], None]) -> Any:
+async def lookup_host(dns: DnsLike, host: str, on_lookup: Callable[[Connecting], None]) -> Iterable[object]:
     """The client's Dns answer for ``host``, in a task of its own handed to ``on_lookup`` (then None) so
     that ``abort()`` can end it; ``CanceledError`` when it did."""
     lookup = asyncio.ensure_future(alookup(dns, host))
@@ -198,7 +226,7 @@ async def lookup_host(dns: Any, host: str, on_lookup: Callable[[Any], None]) -> 
 
 
 async def attach(
-    sock: socket.socket, route: Any, address: Any, http_proxy: bool, handshake_timeout: float
+    sock: socket.socket, route: Route, address: Address, http_proxy: bool, handshake_timeout: float
 ) -> AsyncRealConnection:
     """The channel for the handshakes over the connected ``sock``: an ``AsyncRealConnection`` whose
     transport owns it (each handshake is bounded by its own timeout, not the socket's)."""
@@ -238,7 +266,13 @@ async def socks5(
 
 
 async def start_tls(
-    conn: AsyncRealConnection, host: str, port: int, context: Any, sessions: Any, user: Any, timeout: float
+    conn: AsyncRealConnection,
+    host: str,
+    port: int,
+    context: ssl.SSLContext,
+    sessions: TlsSessions,
+    user: ConnectionUser,
+    timeout: float,
 ) -> AsyncRealConnection:
     """TLS to ``host`` over the channel (``loop.start_tls``, inside the TLS to a proxy when there is one)."""
     await wrap_tls_async(conn, host, port, context, sessions, user, timeout)
@@ -247,12 +281,12 @@ async def start_tls(
 
 async def tunnel(
     conn: AsyncRealConnection,
-    route: Any,
+    route: Route,
     user_agent: str,
-    proxy_authenticator: Any,
+    proxy_authenticator: AuthenticatorLike | None,
     reconnect: Callable[[], Awaitable[AsyncRealConnection]],
     timeout: float,
-) -> Any:
+) -> AsyncRealConnection:
     """The CONNECT tunnel through the proxy: the channel, or a new one after a 407 that closed."""
     return await open_tunnel_async(conn, route, user_agent, proxy_authenticator, reconnect, timeout)
 
@@ -263,19 +297,15 @@ def close_channel(conn: AsyncRealConnection) -> None:
 
 def new_connection(
     conn: AsyncRealConnection,
-    route: Any,
-    address: Any,
+    route: Route,
+    address: Address,
     http_proxy: bool,
     connect_timeout: float,
     handshake_timeout: float,
-    tls_sessions: Any,
+    tls_sessions: TlsSessions,
 ) -> AsyncRealConnection:
     """The connection of the channel the handshakes ran on: the channel itself."""
     return conn
-
-
-if TYPE_CHECKING:
-    from fastnet.response import Response
 
 
 # -- map's workers (map_calls) -----------------------------------------------------------------------
@@ -302,12 +332,12 @@ class StateLock:
         return None
 
 
-def start_worker(work: Callable[[], Coroutine[Any, Any, None]], name: str) -> asyncio.Task[None]:
+def start_worker(work: Callable[[], Coroutine[object, None, None]], name: str) -> asyncio.Task[None]:
     """Run ``work()`` as a task on the running loop."""
     return asyncio.get_running_loop().create_task(work(), name=name)
 
 
-async def stop_workers(workers: list[asyncio.Task[None]], calls: list[Any]) -> None:
+async def stop_workers(workers: list[asyncio.Task[None]], calls: Sequence[AsyncRealCall]) -> None:
     """Stop the workers: cancel their tasks (and with them the calls they await) and wait for them.
     ``calls`` are for the blocking side, whose threads cannot be interrupted."""
     for worker in workers:
@@ -322,7 +352,7 @@ async def stop_workers(workers: list[asyncio.Task[None]], calls: list[Any]) -> N
 # (``execute()`` remembers that loop, its thread and the task on ``# async-only`` lines of the source.)
 
 
-def call_failed(call: Any, exc: BaseException) -> BaseException:
+def call_failed(call: AsyncRealCall, exc: BaseException) -> BaseException:
     """The error the call fails with when ``exc`` ended ``execute()``: the ``CancelledError`` of its own
     ``cancel()`` becomes ``CanceledError`` (the task's cancellation taken back: the caller's task is not
     left canceled); the caller's own cancellation stays."""
@@ -334,23 +364,24 @@ def call_failed(call: Any, exc: BaseException) -> BaseException:
             task.uncancel()
         error = call.canceled_error(call.request)
         error.__cause__ = exc
-        return error  # type: ignore[no-any-return]
+        return error
     return exc
 
 
-def arm_call_timeout(call: Any, seconds: float) -> None:
+def arm_call_timeout(call: AsyncRealCall, seconds: float) -> None:
     """Cancel the call as ``CallTimeout`` in ``seconds`` (a timer on its loop)."""
-    call.timer = call.loop.call_later(seconds, _time_out, call)
+    # execute() set the call's loop before it arms the timeout
+    call.timer = call.loop.call_later(seconds, _time_out, call)  # type: ignore[union-attr]
 
 
-def _time_out(call: Any) -> None:
+def _time_out(call: AsyncRealCall) -> None:
     call.timer = None
     if not call.finished:
         call.timed_out = True
         call.cancel()
 
 
-def disarm_call_timeout(call: Any) -> None:
+def disarm_call_timeout(call: AsyncRealCall) -> None:
     """The call ended before its timeout: stop the timer."""
     timer = call.timer
     if timer is not None:
@@ -358,7 +389,7 @@ def disarm_call_timeout(call: Any) -> None:
         timer.cancel()
 
 
-def cancel_elsewhere(call: Any) -> bool:
+def cancel_elsewhere(call: AsyncRealCall) -> bool:
     """``cancel()`` off the loop's thread: schedule it onto the call's loop (True); else False."""
     loop = call.loop
     if loop is not None and threading.get_ident() != call.thread:
@@ -368,7 +399,7 @@ def cancel_elsewhere(call: Any) -> bool:
     return False
 
 
-def interrupt(call: Any) -> None:
+def interrupt(call: AsyncRealCall) -> None:
     """``cancel()``: while ``execute()`` runs, cancel the task awaiting it (no await outlives the call)."""
     task = call.task
     if task is not None and not task.done() and not call.interrupting:
@@ -376,7 +407,7 @@ def interrupt(call: Any) -> None:
         task.cancel()
 
 
-async def backoff_sleep(call: Any, seconds: float) -> None:
+async def backoff_sleep(call: AsyncRealCall, seconds: float) -> None:
     """Wait ``seconds``: ``cancel()`` cuts it short by canceling the task."""
     await asyncio.sleep(seconds)
 
@@ -385,14 +416,16 @@ async def backoff_sleep(call: Any, seconds: float) -> None:
 AsyncCallFuture = asyncio.Task
 
 
-def run_in_background(call: Any, callback: Any, stream: bool) -> asyncio.Task[Response]:
+def run_in_background(
+    call: AsyncRealCall, callback: AsyncCallback | None, stream: bool
+) -> asyncio.Task[Response]:
     """Run ``call`` as a task on the running loop: its response, the body read unless ``stream``;
     ``callback``'s ``on_response``/``on_failure`` (each may be a coroutine function) run before the task
     completes."""
     return asyncio.get_running_loop().create_task(_enqueued(call, callback, stream))
 
 
-async def _enqueued(call: Any, callback: Any, stream: bool) -> Response:
+async def _enqueued(call: AsyncRealCall, callback: AsyncCallback | None, stream: bool) -> Response:
     try:
         response: Response = await call.run()
         if not stream:

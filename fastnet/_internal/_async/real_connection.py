@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fastnet._internal._sync.real_connection import RECV_BUFFER_SIZE, RealConnection
 from fastnet._internal.connection.tls import SessionOffer, keep_resumable_session
@@ -38,6 +38,7 @@ from fastnet._internal.http1.parser import ResponseParser
 from fastnet._internal.util.clock import monotonic
 
 if TYPE_CHECKING:
+    from fastnet._internal.connection.tls import TlsSessions
     from fastnet.route import Address, Route
 
 __all__ = ["READ_HIGH_WATER", "AsyncRealConnection", "new_async_connection"]
@@ -58,8 +59,8 @@ class _Protocol(asyncio.BufferedProtocol):
     def __init__(self, conn: AsyncRealConnection) -> None:
         self.conn = conn
 
-    def connection_made(self, transport: Any) -> None:
-        self.conn.transport = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.conn.transport = transport  # type: ignore[assignment]  # a stream's: an asyncio.Transport
 
     def get_buffer(self, sizehint: int) -> memoryview:
         view: memoryview = self.conn.view
@@ -106,7 +107,7 @@ class AsyncRealConnection(RealConnection):
         "tls_offer",
     )
     loop: asyncio.AbstractEventLoop
-    transport: Any  # the asyncio transport (a TLS one once start_tls ran)
+    transport: asyncio.Transport  # the asyncio transport (a TLS one once start_tls ran); None until attached
     protocol: _Protocol
     view: memoryview  # the receive buffer, as the protocol hands it to the transport
     waiter: asyncio.Future[None] | None  # the fill(), drain() or recv() waiting for the transport
@@ -121,7 +122,7 @@ class AsyncRealConnection(RealConnection):
     reading_paused: bool  # the parser holds READ_HIGH_WATER unasked-for bytes: the transport stops reading
     raw: bytearray | None  # raw mode (handshakes): bytes go here, not to the parser
     # TLS layers whose sessions give_tls_session keeps: ((host, port), ssl_object), as start_tls made them
-    tls_layers: list[tuple[tuple[str, int], Any]]
+    tls_layers: list[tuple[tuple[str, int], ssl.SSLObject]]
     tls_offer: SessionOffer  # what its next TLS handshake offers (see tls.SessionOffer)
 
     # -- the transport's side -------------------------------------------------------------------
@@ -366,7 +367,7 @@ class AsyncRealConnection(RealConnection):
         ssl_object = tls.get_extra_info("ssl_object")
         self.tls_version = ssl_object.version() if ssl_object is not None else None
 
-    def offer_tls_session(self, sessions: dict[tuple[str, int], Any], key: tuple[str, int]) -> None:
+    def offer_tls_session(self, sessions: TlsSessions, key: tuple[str, int]) -> None:
         """After ``start_tls``: have the pool's release keep this layer's session in ``sessions`` under
         ``key`` (unless the layer resumed one), as ``RealConnection.offer_tls_sessions`` does."""
         ssl_object = self.transport.get_extra_info("ssl_object")
@@ -392,7 +393,7 @@ class AsyncRealConnection(RealConnection):
             except (AttributeError, OSError, ValueError):
                 break  # closed
 
-    def _handshake_expired(self, transport: Any) -> None:
+    def _handshake_expired(self, transport: asyncio.Transport) -> None:
         if self.error is None:
             self.error = TimeoutError("the TLS handshake timed out")
         transport.abort()
@@ -419,8 +420,8 @@ def new_async_connection(
     loop be closed first."""
     conn = AsyncRealConnection.__new__(AsyncRealConnection)
     conn.sock = sock
-    conn.sendall = None
-    conn.recv_into = None
+    conn.sendall = None  # type: ignore[assignment]  # unused on asyncio: the protocol does the I/O
+    conn.recv_into = None  # type: ignore[assignment]
     conn.route = route
     conn.address = address
     conn.parser = ResponseParser()
@@ -447,7 +448,7 @@ def new_async_connection(
     conn.tls_session_keys = ()
     conn.tls_io = None
     conn.loop = loop
-    conn.transport = None
+    conn.transport = None  # type: ignore[assignment]  # until connection_made
     conn.protocol = _Protocol(conn)
     conn.view = memoryview(conn.buf)
     conn.waiter = None

@@ -62,6 +62,7 @@ from fastnet.url import header_reference
 
 if TYPE_CHECKING:
     from fastnet._internal._async.chain import AsyncRealInterceptorChain
+    from fastnet._internal._async.exchange_finder import AsyncExchangeFinder
     from fastnet._internal.connection.connection_user import ConnectionUser
     from fastnet._internal.core.client_core import ClientCore
     from fastnet.headers import Headers
@@ -187,7 +188,7 @@ async def recover(client: ClientCore, exc: NetworkError, call: ConnectionUser, r
     _connection, was_fresh = failure
     if not was_fresh:
         return True  # a stale pooled connection: a fresh connection for the same route exists
-    finder = call.finder
+    finder: AsyncExchangeFinder | None = call.finder  # type: ignore[assignment]  # this engine's finder
     return finder is not None and await finder.has_more_routes()
 
 

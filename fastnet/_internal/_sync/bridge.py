@@ -25,7 +25,7 @@ Edit that file, then run the script.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fastnet._internal._sync.chain import InternalInterceptor
 from fastnet._internal.http1.decoders import ACCEPT_ENCODING, new_decoder
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from fastnet._internal._sync.chain import RealInterceptorChain
     from fastnet._internal._sync.exchange import Exchange
     from fastnet._internal.core.client_core import ClientCore
+    from fastnet.cookies import Cookie, CookieJar
     from fastnet.request import Request
     from fastnet.url import URL
 
@@ -121,7 +122,7 @@ class BridgeInterceptor(InternalInterceptor):
         response.request = request
         return response
 
-    def build_headers(self, request: Request, cookies: Any) -> tuple[Headers, bool]:
+    def build_headers(self, request: Request, cookies: list[Cookie] | None) -> tuple[Headers, bool]:
         user = request.headers
         body = request.body
         items = list(user._items)
@@ -165,7 +166,7 @@ class BridgeInterceptor(InternalInterceptor):
         return headers_from_list(items), gzip_added
 
 
-def _save_cookies(jar: Any, url: URL, values: list[str]) -> None:
+def _save_cookies(jar: CookieJar, url: URL, values: list[str]) -> None:
     cookies = []
     for value in values:
         cookie = parse_set_cookie(value, url)

@@ -19,7 +19,7 @@ with ``intercept(chain)`` is called as Python.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from fastnet._internal.util.timeouts import timeout_seconds
 
@@ -29,6 +29,12 @@ if TYPE_CHECKING:
     from fastnet._internal.connection.connection_user import ConnectionUser
     from fastnet.request import Request
     from fastnet.response import Response
+
+    class Interceptor(Protocol):
+        """A user's interceptor as this engine's chain calls it (``fastnet.Interceptor``)."""
+
+        def intercept(self, chain: RealInterceptorChain) -> Response: ...
+
 
 __all__ = [
     "FunctionInterceptor",
@@ -81,7 +87,7 @@ class RealInterceptorChain:
         "follow_redirects",
     )
     call: ConnectionUser  # the RealCall
-    interceptors: list[Any]
+    interceptors: list[InternalInterceptor | Interceptor]
     index: int
     request: Request
     exchange: Exchange | None  # set below ConnectInterceptor: network interceptors and CallServer
@@ -176,7 +182,7 @@ class RealInterceptorChain:
 
 def first_chain(
     call: ConnectionUser,
-    interceptors: list[Any],
+    interceptors: list[InternalInterceptor | Interceptor],
     request: Request,
     connect_timeout: float,
     read_timeout: float,

@@ -39,11 +39,16 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastnet._internal._sync.io import IN_FLIGHT, Race, connect_one
 from fastnet._internal.util.sockets import all_failed, connect_error, hostport, new_socket
 from fastnet.exceptions import ConnectError, ConnectTimeout
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from fastnet._internal._sync.io import Connecting
 
 __all__ = ["DEFAULT_ATTEMPT_DELAY", "connect_tcp", "default_target", "describe_target"]
 
@@ -53,12 +58,14 @@ R = TypeVar("R")
 _INF = float("inf")
 
 
+# Any: connect_tcp is generic in its routes (``R``), and a default argument cannot be typed by ``R``:
+# any route with a ``socket_address``
 def default_target(route: Any) -> tuple[str, int]:
     """Where a route's TCP connect goes by default: its socket address."""
     return route.socket_address  # type: ignore[no-any-return]
 
 
-def describe_target(route: Any, target: tuple[str, int]) -> str:
+def describe_target(route: object, target: tuple[str, int]) -> str:
     """How an attempt is named in timeout messages by default: ``host:port``."""
     return hostport(target[0], target[1])
 
@@ -66,12 +73,13 @@ def describe_target(route: Any, target: tuple[str, int]) -> str:
 class _Attempt:
     __slots__ = ("route", "target", "sock", "deadline", "task")
 
+    # ``route`` is whatever connect_tcp's caller gives (its ``R``): Any, as a cdef class cannot be Generic
     def __init__(self, route: Any, target: tuple[str, int], sock: socket.socket, deadline: float) -> None:
         self.route = route
         self.target = target
         self.sock = sock
         self.deadline = deadline
-        self.task: Any = None  # asyncio: the task awaiting the connect
+        self.task: asyncio.Task[None] | None = None  # asyncio: the task awaiting the connect
 
 
 def connect_tcp(
@@ -84,7 +92,7 @@ def connect_tcp(
     on_failure: Callable[[R, BaseException], None] | None = None,
     target_of: Callable[[R], tuple[str, int]] = default_target,
     on_overtaken: Callable[[R, BaseException], None] | None = None,
-    on_connecting: Callable[[Any], None] | None = None,
+    on_connecting: Callable[[Connecting], None] | None = None,
     describe: Callable[[R, tuple[str, int]], str] | None = None,
     local_address: str | None = None,
 ) -> tuple[socket.socket, R, list[tuple[R, BaseException]]]:

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from fastnet._internal._sync.real_connection import RealConnection, set_socket_timeouts
 from fastnet._internal.connection.socks import socks4a_connect, socks5_connect
@@ -31,6 +31,28 @@ from fastnet.dns import as_dns
 from fastnet.exceptions import CanceledError, ConnectTimeout
 from fastnet.proxy import ProxyType
 from fastnet.route import is_ip_literal
+
+if TYPE_CHECKING:
+    import ssl
+    from collections.abc import Iterable, Sequence
+    from typing import TypeAlias
+
+    from fastnet._internal._sync.happy_eyeballs import _Attempt
+    from fastnet._internal._sync.real_call import RealCall
+    from fastnet._internal.connection.connection_user import ConnectionUser
+    from fastnet._internal.connection.tls import TlsInTlsSocket, TlsSessions
+    from fastnet.authenticator import AuthenticatorLike
+    from fastnet.dispatcher import Callback
+    from fastnet.dns._base import DnsLike
+    from fastnet.response import Response
+    from fastnet.route import Address, Route
+
+    #: What the handshakes run on: the socket (an ``ssl.SSLSocket`` after TLS), or TLS inside TLS.
+    Channel: TypeAlias = socket.socket | TlsInTlsSocket
+    #: What a finder's ``cancel()`` aborts: the connect race, or a socket connecting or in its handshakes.
+    Connecting: TypeAlias = "Race | Channel | None"
+    #: A socket address as ``connect`` takes it: ``(host, port)``, or the longer IPv6 tuple.
+    SockAddr: TypeAlias = tuple[str, int] | tuple[str, int, int, int] | tuple[int, bytes]
 
 __all__ = [
     "CANCEL_CHECK_INTERVAL",
@@ -88,8 +110,10 @@ _TCP_NODELAY = socket.TCP_NODELAY
 _C_SOCKET = _socket.socket  # the C type a blocking socket.socket is an instance of (gevent's is not)
 _SOCKS = ProxyType.SOCKS
 
+R = TypeVar("R")  # a route, as connect_tcp's caller gives it
 
-def sockaddr_of(target: tuple[str, int]) -> tuple[int, Any]:
+
+def sockaddr_of(target: tuple[str, int]) -> tuple[int, SockAddr]:
     """The address family and sockaddr for ``target``; a host name is resolved (first answer)."""
     host = target[0]
     if ":" in host:
@@ -117,7 +141,7 @@ class Race:
     __slots__ = ("in_flight", "aborted", "is_canceled", "_selector")
 
     def __init__(self, is_canceled: Callable[[], bool] | None) -> None:
-        self.in_flight: list[Any] = []  # in launch order
+        self.in_flight: list[_Attempt] = []  # in launch order
         self.aborted = False
         self.is_canceled = is_canceled
         self._selector = _new_selector()
@@ -129,10 +153,10 @@ class Race:
         if self.aborted or (self.is_canceled is not None and self.is_canceled()):
             raise CanceledError("Canceled while connecting", phase="connect")
 
-    def sockaddr_of(self, target: tuple[str, int]) -> tuple[int, Any]:
+    def sockaddr_of(self, target: tuple[str, int]) -> tuple[int, SockAddr]:
         return sockaddr_of(target)
 
-    def start(self, attempt: Any, sockaddr: Any) -> int:
+    def start(self, attempt: _Attempt, sockaddr: SockAddr) -> int:
         """Start connecting ``attempt.sock`` (non-blocking) to ``sockaddr``: 0 when it connected at once,
         ``IN_FLIGHT`` while it connects, else the errno it failed with."""
         sock = attempt.sock
@@ -145,7 +169,7 @@ class Race:
         self._selector.register(sock, selectors.EVENT_WRITE, attempt)
         return IN_FLIGHT
 
-    def wait(self, seconds: float) -> list[Any]:
+    def wait(self, seconds: float) -> list[_Attempt]:
         """Wait up to ``seconds`` (inf: no limit; at most ``CANCEL_CHECK_INTERVAL`` when there is an
         ``is_canceled``) for an attempt to finish; the finished ones."""
         if self.is_canceled is not None:
@@ -153,18 +177,18 @@ class Race:
         seconds = max(seconds, 0.0)
         return [key.data for key, _ in self._selector.select(None if seconds == _INF else seconds)]
 
-    def outcome(self, attempt: Any) -> BaseException | None:
+    def outcome(self, attempt: _Attempt) -> BaseException | None:
         """None when the finished ``attempt`` connected, else why it failed (its errno's ``OSError``)."""
         code = attempt.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         return None if code == 0 else connect_error(code)
 
-    def drop(self, attempt: Any) -> None:
+    def drop(self, attempt: _Attempt) -> None:
         """Forget ``attempt`` and close its socket."""
         self.in_flight.remove(attempt)
         self._selector.unregister(attempt.sock)
         attempt.sock.close()
 
-    def finish(self, attempts: list[Any]) -> None:
+    def finish(self, attempts: list[_Attempt]) -> None:
         """Stop ``attempts`` (close their sockets)."""
         for attempt in attempts:
             self.drop(attempt)
@@ -181,14 +205,14 @@ class Race:
 
 
 def connect_one(
-    route: Any,
+    route: R,
     target: tuple[str, int],
     timeout: float,
-    on_failure: Callable[[Any, BaseException], None] | None,
-    on_socket: Callable[[Any], None] | None,
-    name: Callable[[Any, tuple[str, int]], str],
+    on_failure: Callable[[R, BaseException], None] | None,
+    on_socket: Callable[[socket.socket | None], None] | None,
+    name: Callable[[R, tuple[str, int]], str],
     local_address: str | None,
-) -> tuple[socket.socket, Any, list[tuple[Any, BaseException]]]:
+) -> tuple[socket.socket, R, list[tuple[R, BaseException]]]:
     """Connect to one route at ``target``; returns ``(socket, route, [])`` as ``connect_tcp`` does, and
     raises as it does. ``timeout`` of ``0`` means none.
 
@@ -235,7 +259,7 @@ def connect_one(
     return sock, route, []
 
 
-def abort(connecting: Any) -> None:
+def abort(connecting: Connecting) -> None:
     """Abort what a finder has in flight (from any thread): the connect race, or a socket connecting or
     in its handshakes (``shutdown`` makes a blocking connect or read fail at once)."""
     if isinstance(connecting, Race):
@@ -248,18 +272,20 @@ def abort(connecting: Any) -> None:
             close_quietly(connecting)
 
 
-def lookup_host(dns: Any, host: str, on_lookup: Callable[[Any], None]) -> Any:
+def lookup_host(dns: DnsLike, host: str, on_lookup: Callable[[Connecting], None]) -> Iterable[object]:
     """The client's Dns answer for ``host`` (a blocking lookup, which nothing aborts)."""
     return as_dns(dns).lookup(host)
 
 
-def _has_handshake(route: Any, address: Any) -> bool:
+def _has_handshake(route: Route, address: Address) -> bool:
     """Whether bytes are exchanged before the first request: SOCKS, TLS to a proxy, a CONNECT tunnel, TLS."""
     proxy = route.proxy
     return proxy.type is _SOCKS or proxy.tls or route.requires_tunnel or address.is_https
 
 
-def attach(sock: socket.socket, route: Any, address: Any, http_proxy: bool, handshake_timeout: float) -> Any:
+def attach(
+    sock: socket.socket, route: Route, address: Address, http_proxy: bool, handshake_timeout: float
+) -> Channel:
     """The channel for the handshakes over the connected ``sock``: the socket itself, its kernel timeouts at
     ``handshake_timeout`` when bytes go before the first request (SOCKS, a tunnel, TLS)."""
     if _has_handshake(route, address):
@@ -267,16 +293,17 @@ def attach(sock: socket.socket, route: Any, address: Any, http_proxy: bool, hand
     return sock
 
 
-def raw_mode(sock: Any, on: bool) -> None:
+def raw_mode(sock: Channel, on: bool) -> None:
     """Nothing to switch on a socket: handshakes read it directly."""
 
 
-def socks4a(sock: Any, host: str, port: int, user_id: str, proxy_name: str, timeout: float) -> None:
-    socks4a_connect(sock, host, port, user_id=user_id, proxy_name=proxy_name)
+def socks4a(sock: Channel, host: str, port: int, user_id: str, proxy_name: str, timeout: float) -> None:
+    # SOCKS is the first handshake: ``sock`` is the plain socket ``attach`` returned
+    socks4a_connect(sock, host, port, user_id=user_id, proxy_name=proxy_name)  # type: ignore[arg-type]
 
 
 def socks5(
-    sock: Any,
+    sock: Channel,
     host: str,
     port: int,
     username: str | None,
@@ -284,38 +311,53 @@ def socks5(
     proxy_name: str,
     timeout: float,
 ) -> None:
-    socks5_connect(sock, host, port, username=username, password=password, proxy_name=proxy_name)
+    socks5_connect(  # SOCKS is the first handshake: the plain socket ``attach`` returned
+        sock,  # type: ignore[arg-type]
+        host,
+        port,
+        username=username,
+        password=password,
+        proxy_name=proxy_name,
+    )
 
 
-def start_tls(sock: Any, host: str, port: int, context: Any, sessions: Any, user: Any, timeout: float) -> Any:
+def start_tls(
+    sock: Channel,
+    host: str,
+    port: int,
+    context: ssl.SSLContext,
+    sessions: TlsSessions,
+    user: ConnectionUser,
+    timeout: float,
+) -> Channel:
     """TLS to ``host`` over the channel: the TLS socket (inside the TLS to a proxy when there is one)."""
     return wrap_tls(sock, host, port, context, sessions, user)
 
 
 def tunnel(
-    sock: Any,
-    route: Any,
+    sock: Channel,
+    route: Route,
     user_agent: str,
-    proxy_authenticator: Any,
-    reconnect: Callable[[], Any],
+    proxy_authenticator: AuthenticatorLike | None,
+    reconnect: Callable[[], Channel],
     timeout: float,
-) -> Any:
+) -> Channel:
     """The CONNECT tunnel through the proxy: the socket, or a new one after a 407 that closed."""
     return open_tunnel(sock, route, user_agent, proxy_authenticator, reconnect)
 
 
-def close_channel(sock: Any) -> None:
+def close_channel(sock: Channel) -> None:
     close_quietly(sock)  # idempotent: wrap_tls and open_tunnel already closed what they own
 
 
 def new_connection(
-    sock: Any,
-    route: Any,
-    address: Any,
+    sock: Channel,
+    route: Route,
+    address: Address,
     http_proxy: bool,
     connect_timeout: float,
     handshake_timeout: float,
-    tls_sessions: Any,
+    tls_sessions: TlsSessions,
 ) -> RealConnection:
     """The ``RealConnection`` over the socket the handshakes ran on, told the kernel timeouts set so far
     and the TLS sessions its layers will give."""
@@ -335,10 +377,6 @@ def new_connection(
         if keys:
             conn.offer_tls_sessions(tls_sessions, keys)
     return conn
-
-
-if TYPE_CHECKING:
-    from fastnet.response import Response
 
 
 # -- map's workers (map_calls) -----------------------------------------------------------------------
@@ -364,7 +402,7 @@ def start_worker(work: Callable[[], None], name: str) -> threading.Thread:
     return worker
 
 
-def stop_workers(workers: list[threading.Thread], calls: list[Any]) -> None:
+def stop_workers(workers: list[threading.Thread], calls: Sequence[RealCall]) -> None:
     """Stop the workers: cancel ``calls``, those in flight, and join the threads."""
     for call in calls:
         call.cancel()
@@ -379,33 +417,33 @@ def stop_workers(workers: list[threading.Thread], calls: list[Any]) -> None:
 # on a call whose deadline is no longer the one it was armed with (``end``/``fail`` set it to -1).
 
 
-def call_failed(call: Any, exc: BaseException) -> BaseException:
+def call_failed(call: RealCall, exc: BaseException) -> BaseException:
     """The error the call fails with when ``exc`` ended ``execute()``: ``exc``."""
     return exc
 
 
-def arm_call_timeout(call: Any, seconds: float) -> None:
+def arm_call_timeout(call: RealCall, seconds: float) -> None:
     """Cancel the call as ``CallTimeout`` at its deadline (the watchdog)."""
     watchdog().watch(call)
 
 
-def disarm_call_timeout(call: Any) -> None:
+def disarm_call_timeout(call: RealCall) -> None:
     """The call ended before its timeout: nothing to do (the watchdog reads the deadline)."""
 
 
-def cancel_elsewhere(call: Any) -> bool:
+def cancel_elsewhere(call: RealCall) -> bool:
     """``cancel()`` runs on any thread: False."""
     return False
 
 
-def interrupt(call: Any) -> None:
+def interrupt(call: RealCall) -> None:
     """``cancel()``: wake a backoff sleep."""
     wakeup = call.wakeup
     if wakeup is not None:
         wakeup.set()
 
 
-def backoff_sleep(call: Any, seconds: float) -> None:
+def backoff_sleep(call: RealCall, seconds: float) -> None:
     """Wait ``seconds``: ``cancel()`` cuts it short (``interrupt``)."""
     wakeup = call.wakeup
     if wakeup is None:
@@ -418,9 +456,10 @@ def backoff_sleep(call: Any, seconds: float) -> None:
 CallFuture = Future
 
 
-def run_in_background(call: Any, callback: Any, stream: bool) -> Future[Response]:
+def run_in_background(call: RealCall, callback: Callback | None, stream: bool) -> Future[Response]:
     """Run ``call`` on its client's dispatcher: the future of its response, the body read unless
     ``stream``; ``callback``'s ``on_response``/``on_failure`` run on the dispatcher's thread before the
     future resolves."""
-    future: Future[Response] = call.client.dispatcher.enqueue(call, callback, stream)
+    # a blocking Client always has a dispatcher (None is the AsyncClient's, which never gets here)
+    future: Future[Response] = call.client.dispatcher.enqueue(call, callback, stream)  # type: ignore[union-attr]
     return future

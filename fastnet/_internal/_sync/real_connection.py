@@ -29,7 +29,13 @@ from fastnet._internal.http1.parser import ResponseParser, receive_exact
 from fastnet._internal.util.kernel_timeout import set_kernel_timeout
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from fastnet._internal._sync.pool import RealConnectionPool
+    from fastnet._internal.connection.tls import TlsSessions
     from fastnet.route import Address, Route
+
+    _Buffer = bytes | bytearray | memoryview
 
 __all__ = ["RECV_BUFFER_SIZE", "RealConnection", "TlsIo", "set_socket_timeouts"]
 
@@ -53,13 +59,13 @@ class TlsIo:
 
     __slots__ = ("sock", "poller", "timeout_ms", "sent", "write_timeout_ms")
 
-    sock: Any
-    poller: Any
+    sock: _SSLSocket
+    poller: select.poll
     timeout_ms: float  # poll's timeout for reads; -1: none
     sent: bool  # a write happened since the last read: the next read waits first
     write_timeout_ms: float  # poll's timeout for writes; -1: none
 
-    def __init__(self, sock: Any) -> None:
+    def __init__(self, sock: _SSLSocket) -> None:
         sock.settimeout(0.0)
         self.sock = sock
         self.poller = select.poll()
@@ -75,7 +81,7 @@ class TlsIo:
     def set_write_timeout(self, seconds: float) -> None:
         self.write_timeout_ms = seconds * 1000.0 if seconds > 0 else -1.0
 
-    def sendall(self, data: Any) -> None:
+    def sendall(self, data: _Buffer) -> None:
         sock = self.sock
         self.sent = True
         view = None
@@ -94,7 +100,7 @@ class TlsIo:
             remaining -= sent
             view = (memoryview(data) if view is None else view)[sent:]
 
-    def recv_into(self, buffer: Any, nbytes: int = 0) -> int:
+    def recv_into(self, buffer: bytearray | memoryview, nbytes: int = 0) -> int:
         sock = self.sock
         if self.sent:
             self.sent = False
@@ -103,8 +109,8 @@ class TlsIo:
         while True:
             try:
                 if nbytes:
-                    return sock.recv_into(buffer, nbytes)  # type: ignore[no-any-return]
-                return sock.recv_into(buffer)  # type: ignore[no-any-return]
+                    return sock.recv_into(buffer, nbytes)
+                return sock.recv_into(buffer)
             except SSLWantReadError:
                 self.wait(_POLLIN, "read")
             except SSLWantWriteError:
@@ -166,9 +172,11 @@ class RealConnection:
         "__weakref__",
     )
 
-    sock: Any  # a socket.socket, ssl.SSLSocket or TlsInTlsSocket
-    sendall: Any
-    recv_into: Any
+    # Any: duck-typed, a socket.socket, ssl.SSLSocket, TlsInTlsSocket or gevent's socket (None on an
+    # AsyncRealConnection); the TLS-only attributes are read under ``except AttributeError``
+    sock: Any
+    sendall: Callable[[_Buffer], None]  # the socket's, or its TlsIo's
+    recv_into: Callable[[bytearray | memoryview], int]
     route: Route | None
     address: Address
     parser: ResponseParser
@@ -180,7 +188,7 @@ class RealConnection:
     read_timeout: float
     write_timeout: float
     is_tls: bool
-    pool: Any  # the RealConnectionPool that counts this connection, None once it let go of it
+    pool: RealConnectionPool | None  # the pool that counts this connection, None once it let go of it
     closed: bool
     http_proxy: bool  # requests go to an HTTP proxy in absolute form (no tunnel)
     tls_version: str | None
@@ -193,12 +201,17 @@ class RealConnection:
     # TLS session resumption: set (by the finder) on a new TLS connection until the pool's release has
     # read its sessions into ``tls_sessions``, one key per TLS layer of ``sock``, innermost first
     gives_tls_session: bool
-    tls_sessions: dict[tuple[str, int], Any] | None
+    tls_sessions: TlsSessions | None
     tls_session_keys: tuple[tuple[str, int], ...]
     tls_io: TlsIo | None  # the I/O of a non-blocking TLS socket (see the module's docstring)
 
     def __init__(
-        self, sock: Any, route: Route | None, address: Address, is_tls: bool = False, http_proxy: bool = False
+        self,
+        sock: socket.socket | TlsInTlsSocket,
+        route: Route | None,
+        address: Address,
+        is_tls: bool = False,
+        http_proxy: bool = False,
     ) -> None:
         self.sock = sock
         if isinstance(sock, _SSLSocket) and isinstance(sock, _PLAIN_SOCKET):  # the stdlib's, not gevent's
@@ -285,9 +298,7 @@ class RealConnection:
             set_kernel_timeout(sock, _SO_SNDTIMEO, write_timeout)
             self.write_timeout = write_timeout
 
-    def offer_tls_sessions(
-        self, sessions: dict[tuple[str, int], Any], keys: tuple[tuple[str, int], ...]
-    ) -> None:
+    def offer_tls_sessions(self, sessions: TlsSessions, keys: tuple[tuple[str, int], ...]) -> None:
         """Have the pool's release read this new connection's TLS sessions into ``sessions`` (under
         ``keys``, one per TLS layer of the socket, innermost first), for the next connection to each
         address to resume. A connection whose every layer resumed a session has nothing to give."""
@@ -367,7 +378,7 @@ class RealConnection:
         return f"<RealConnection {self.route}>"
 
 
-def _tls_peek_healthy(sock: Any) -> bool:
+def _tls_peek_healthy(sock: _SSLSocket | TlsInTlsSocket) -> bool:
     # For TLS, readable bytes while idle are usually a close_notify alert or a session ticket;
     # tickets arrive right after the handshake (TLS 1.3), so only treat "pending" as healthy.
     try:

@@ -55,6 +55,7 @@ from fastnet.url import header_reference
 
 if TYPE_CHECKING:
     from fastnet._internal._sync.chain import RealInterceptorChain
+    from fastnet._internal._sync.exchange_finder import ExchangeFinder
     from fastnet._internal.connection.connection_user import ConnectionUser
     from fastnet._internal.core.client_core import ClientCore
     from fastnet.headers import Headers
@@ -180,7 +181,7 @@ def recover(client: ClientCore, exc: NetworkError, call: ConnectionUser, request
     _connection, was_fresh = failure
     if not was_fresh:
         return True  # a stale pooled connection: a fresh connection for the same route exists
-    finder = call.finder
+    finder: ExchangeFinder | None = call.finder  # type: ignore[assignment]  # this engine's finder
     return finder is not None and finder.has_more_routes()
 
 

@@ -21,7 +21,7 @@ Compiled in place, typed by its ``.pxd``, in the compiled build.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from fastnet._internal._async.exchange import AsyncExchange
@@ -31,6 +31,13 @@ if TYPE_CHECKING:
     from fastnet.exceptions import NetworkError
     from fastnet.request import Request
     from fastnet.route import Route
+
+    class Finder(Protocol):
+        """A call hop's ``ExchangeFinder`` (or ``AsyncExchangeFinder``, whose other methods are awaited), as
+        the call holds it: what aborts the connecting in flight."""
+
+        def cancel(self) -> None: ...
+
 
 __all__ = ["ConnectionUser"]
 
@@ -62,7 +69,7 @@ class ConnectionUser:
     reusable: bool  # the held connection may carry the next exchange (its last response ended cleanly)
     # the ExchangeFinder (or AsyncExchangeFinder: an unrelated class whose find() is awaited) of this hop,
     # if a connection had to be opened (cancel() aborts it)
-    finder: Any
+    finder: Finder | None
     exchange: Exchange | AsyncExchange | None  # the exchange in progress, if any
     # (connection, was_fresh) of the last exchange that failed on I/O: what recover() decides from
     last_failure: tuple[RealConnection, bool] | None

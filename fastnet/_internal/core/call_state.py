@@ -16,7 +16,7 @@ Compiled in place, typed by its ``.pxd``, in the compiled build.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fastnet._internal.connection.connection_user import ConnectionUser
 from fastnet.exceptions import CallTimeout, CanceledError
@@ -61,7 +61,7 @@ class CallState(ConnectionUser):
     wakeup: threading.Event | None  # blocking: set by cancel() to cut a backoff sleep short
     loop: asyncio.AbstractEventLoop | None  # asyncio: the loop execute() runs on
     thread: int  # asyncio: that loop's thread
-    task: asyncio.Task[Any] | None  # asyncio: the task awaiting execute(), while it runs
+    task: asyncio.Task[object] | None  # asyncio: the task awaiting execute(), while it runs (the caller's)
     timer: asyncio.TimerHandle | None  # asyncio: the call timeout
     interrupting: bool  # asyncio: cancel() canceled ``task``: its CancelledError becomes CanceledError
 

@@ -10,14 +10,34 @@ Compiled in place, typed by its ``.pxd``, in the compiled build.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fastnet._internal.util.watchdog import Watchdog
 from fastnet._version import __version__
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from concurrent.futures import Future
+
     from fastnet._internal._sync.pool import RealConnectionPool
+    from fastnet._internal._sync.real_call import RealCall
     from fastnet._internal.connection.connector import Connector
+    from fastnet._internal.core.call_state import CallState
+    from fastnet.authenticator import AuthenticatorLike
+    from fastnet.cookies import CookieJar
+    from fastnet.dispatcher import Callback
+    from fastnet.events import EventListener
+    from fastnet.response import Response
+
+    class CallDispatcher(Protocol):
+        """The ``fastnet.Dispatcher`` as the engine sees it: where a blocking ``enqueue()`` runs, told
+        which clients use it."""
+
+        def enqueue(
+            self, call: RealCall, callback: Callback | None = None, stream: bool = False
+        ) -> Future[Response]: ...
+        def _attach(self, core: ClientCore) -> None: ...
+
 
 __all__ = ["MAX_BODY_SIZE", "MAX_FOLLOW_UPS", "USER_AGENT", "ClientCore", "watchdog"]
 
@@ -65,25 +85,31 @@ class ClientCore:
     follow_ssl_redirects: bool
     retry_on_connection_failure: bool
     max_follow_ups: int
-    interceptors: list[Any]  # application, the built-ins and network interceptors, in chain order
+    # application, the built-ins and network interceptors, in chain order. Any: the blocking or the
+    # asyncio chain's (the client's engine decides; ``first_chain``/``first_async_chain`` type them)
+    interceptors: list[Any]
     pool: RealConnectionPool
-    cookie_jar: Any  # None for no cookies
-    event_listener: Any
-    event_listener_factory: Any
+    cookie_jar: CookieJar | None  # None for no cookies
+    event_listener: EventListener | None
+    event_listener_factory: Callable[[CallState], EventListener | None] | None
     user_agent: str
     connector: Connector
-    authenticator: Any
-    proxy_authenticator: Any
+    authenticator: AuthenticatorLike | None
+    proxy_authenticator: AuthenticatorLike | None
     sensitive_headers: frozenset[str]  # lowercased
     max_body_size: int  # 0: no limit
     closed: bool  # client.close() was called: new calls raise
-    dispatcher: Any  # the fastnet.Dispatcher that runs enqueued calls
+    dispatcher: CallDispatcher | None  # the fastnet.Dispatcher that runs enqueued calls
     # The client's RequestFactory: builds the requests that come with options (params=, auth=, ...) and
-    # the calls that take settings from them. None in a per-call copy (``copy()``).
+    # the calls that take settings from them. None in a per-call copy (``copy()``), which never builds.
+    # Any while the call layer's rewrite settles RequestFactory's ``send``/``asend`` (the asyncio call
+    # awaits an ``asend`` the factory does not declare yet): then ``RequestFactory | None``.
     factory: Any
     factory_builds: bool  # every request goes through the factory (a base_url or default params)
     # The dispatcher to tell about ``execute()`` calls, once a program can see it (``Dispatcher._observe``);
     # None until then, so that an unobserved dispatcher costs ``execute()`` one test.
+    # Any: each call's source types the running map by its own class (AsyncRealCall on asyncio), which
+    # Dispatcher types as RealCall; typed once the real-call rewrite settles that
     sync_dispatcher: Any
 
     def __init__(self) -> None:
@@ -110,7 +136,7 @@ class ClientCore:
         self.factory_builds = False
         self.sync_dispatcher = None
 
-    def new_events(self, call: Any) -> Any:
+    def new_events(self, call: CallState) -> EventListener | None:
         """The event listener of a new call: the factory's, else the shared one (None: no events)."""
         factory = self.event_listener_factory
         if factory is not None:

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import _socket
 
 __all__ = ["set_kernel_timeout"]
 
 
-def set_kernel_timeout(sock: Any, optname: int, seconds: float) -> None:
+def set_kernel_timeout(sock: _socket.socket, optname: int, seconds: float) -> None:
     """Set ``optname`` (``SO_RCVTIMEO`` or ``SO_SNDTIMEO``) of ``sock`` to ``seconds``; 0 or less means
     no timeout, and a positive value is at least one microsecond (a zero ``timeval`` would mean none).
     Raises ``OSError`` as ``socket.setsockopt`` does (``EBADF`` on a closed socket)."""

@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from fastnet.exceptions import ConnectError, ConnectTimeout
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    class Closable(Protocol):
+        def close(self) -> None: ...
+
 
 __all__ = ["all_failed", "close_quietly", "connect_error", "hostport", "new_socket"]
 
@@ -15,7 +22,7 @@ _AF_INET6 = int(socket.AF_INET6)
 _SOCK_STREAM = int(socket.SOCK_STREAM)
 
 
-def close_quietly(sock: Any) -> None:
+def close_quietly(sock: Closable) -> None:
     """Close ``sock``, ignoring the errors a half-open or already closed socket raises."""
     try:
         sock.close()
@@ -53,7 +60,7 @@ def connect_error(code: int) -> OSError:
     return OSError(code, reason)
 
 
-def all_failed(failures: list[tuple[Any, BaseException]]) -> ConnectError | ConnectTimeout:
+def all_failed(failures: Sequence[tuple[object, BaseException]]) -> ConnectError | ConnectTimeout:
     """The error of a connect race whose every attempt failed: ``ConnectTimeout`` when each timed out,
     else ``ConnectError``; both carry ``attempts`` = [(route, error)]."""
     first_route, first_error = failures[0]
@@ -68,6 +75,7 @@ def all_failed(failures: list[tuple[Any, BaseException]]) -> ConnectError | Conn
         timeout_error.attempts = list(failures)  # type: ignore[attr-defined]
         timeout_error.__cause__ = first_error
         return timeout_error
-    error = ConnectError(message, phase="connect", attempts=failures)
+    # the routes are the caller's (``Route`` in the engine; connect_tcp is generic in them)
+    error = ConnectError(message, phase="connect", attempts=failures)  # type: ignore[arg-type]
     error.__cause__ = first_error
     return error

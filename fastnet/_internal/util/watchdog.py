@@ -12,19 +12,30 @@ import heapq
 import itertools
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+
+    class Watched(Protocol):
+        """A call as the watchdog sees it: its deadline, and how it is canceled as timed out."""
+
+        deadline: float
+        timed_out: bool
+
+        def cancel(self) -> None: ...
+
 
 __all__ = ["Watchdog"]
 
 
 class Watchdog:
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, Any]] = []
+        self._heap: list[tuple[float, int, Watched]] = []
         self._cond = threading.Condition()
         self._counter = itertools.count()
         self._thread: threading.Thread | None = None
 
-    def watch(self, call: Any) -> None:
+    def watch(self, call: Watched) -> None:
         with self._cond:
             heapq.heappush(self._heap, (call.deadline, next(self._counter), call))
             if self._thread is None:

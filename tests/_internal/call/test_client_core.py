@@ -99,7 +99,7 @@ def test_client_core_one_watchdog_for_the_process(module: types.ModuleType) -> N
 
 
 def test_client_core_holds_the_clients_options(server: MockServer) -> None:
-    listener = RecordingListener()
+    listener = recorded = RecordingListener()  # (``recorded`` stays a RecordingListener to mypy)
     with fastnet.Client(
         trust_env=False,
         connect_timeout=2,
@@ -117,5 +117,5 @@ def test_client_core_holds_the_clients_options(server: MockServer) -> None:
         with pytest.raises(fastnet.FastnetError, match="1000"):
             client.get(server.url("/"))  # the core's max_body_size is the one the call reads
         assert server.take_request().header("user-agent") == "agent/1"
-        assert "call_start" in listener.names()
+        assert "call_start" in recorded.names()
     assert core.closed

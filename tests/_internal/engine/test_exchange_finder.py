@@ -256,6 +256,7 @@ def test_async_finder_interleaves_address_families(run: Any) -> None:
             assert conn.route.socket_address == ("::1", v6.port)
             assert [ip for _, ip in events.started] == ["127.0.0.4", "::1"]  # v4, v6, v4, v4 (RFC 8305 §4)
             finder = user.finder
+            assert isinstance(finder, AsyncExchangeFinder)
             assert [r.socket_address[0] for r in finder.pending] == ["127.0.0.6", "127.0.0.7"]
             assert await finder.has_more_routes()
             user.done(False)
