@@ -29,7 +29,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from fastnet._internal._sync.bridge import BridgeInterceptor
 from fastnet._internal._sync.call_server import CallServerInterceptor
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from fastnet._internal.call.generated_options import CheckedOptions, ClientOptions
     from fastnet._internal.call.options import InterceptorLike
     from fastnet._internal.connection.tls import TlsSessions
+    from fastnet.cookies import CookieJar
     from fastnet.dns import Dns
     from fastnet.interceptor import Chain
     from fastnet.proxy import ProxySelector
@@ -163,7 +164,8 @@ def assemble(
     core.max_follow_ups = o.max_follow_ups
     core.authenticator = o.authenticator
     core.proxy_authenticator = o.proxy_authenticator
-    core.cookie_jar = o.cookie_jar
+    # an AsyncClient's jar may have async methods, which the asyncio bridge awaits
+    core.cookie_jar = cast("CookieJar | None", o.cookie_jar)
     core.event_listener = o.event_listener
     core.event_listener_factory = o.event_listener_factory
     if o.user_agent is not None:

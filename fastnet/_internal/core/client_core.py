@@ -89,9 +89,11 @@ class ClientCore:
     # asyncio chain's (the client's engine decides; ``first_chain``/``first_async_chain`` type them)
     interceptors: list[Any]
     pool: RealConnectionPool
-    cookie_jar: CookieJar | None  # None for no cookies
+    cookie_jar: CookieJar | None  # None for no cookies (an AsyncClient's may have async methods)
     event_listener: EventListener | None
-    event_listener_factory: Callable[[CallState], EventListener | None] | None
+    # called with the new call (a RealCall or an AsyncRealCall): Any, so that a user's factory may annotate
+    # the call type it gets
+    event_listener_factory: Callable[[Any], EventListener | None] | None
     user_agent: str
     connector: Connector
     authenticator: AuthenticatorLike | None
