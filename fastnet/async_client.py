@@ -24,7 +24,7 @@ longer running is closed rather than reused.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Coroutine, Generator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from typing import TYPE_CHECKING
 
 from fastnet._internal._async.map_calls import async_map_calls
@@ -35,17 +35,10 @@ from fastnet._internal.call.assembly import Engine, asyncio_engine
 from fastnet._internal.call.async_verbs import AsyncVerbs
 from fastnet.client import ClientBase
 from fastnet.request import Request
-from fastnet.timeout import USE_CLIENT_DEFAULT
 
 if TYPE_CHECKING:
     from fastnet._internal._sync.map_calls import MapItem
-    from fastnet._internal.call.options import AuthLike, CookiesLike, DataLike, FilesLike, ParamsLike
-    from fastnet.headers import HeadersLike
-    from fastnet.proxy import Proxy
-    from fastnet.request import BodyLike
     from fastnet.response import Response
-    from fastnet.timeout import TimeoutTypes, UseClientDefault
-    from fastnet.url import URL
 
 __all__ = ["AsyncCall", "AsyncClient"]
 
@@ -96,45 +89,6 @@ class AsyncClient(ClientBase, AsyncVerbs):
         """
         return async_map_calls(self, requests, max_in_flight, ordered)
 
-    def stream(
-        self,
-        method: str,
-        url: str | URL,
-        *,
-        params: ParamsLike | None = None,
-        headers: HeadersLike | None = None,
-        cookies: CookiesLike | None = None,
-        body: BodyLike | None = None,
-        data: DataLike | None = None,
-        files: FilesLike | None = None,
-        json: object = None,
-        auth: AuthLike | None = None,
-        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
-        follow_redirects: bool | None = None,
-        proxy: Proxy | str | None = None,
-    ) -> _Streaming:
-        """Send a request whose body streams: ``async with client.stream(...) as response:`` closes it at
-        the end of the block (``response = await client.stream(...)`` works too; then close it)."""
-        return _Streaming(
-            _request(
-                self._core,
-                method,
-                url,
-                params=params,
-                headers=headers,
-                cookies=cookies,
-                body=body,
-                data=data,
-                files=files,
-                json=json,
-                auth=auth,
-                timeout=timeout,
-                follow_redirects=follow_redirects,
-                proxy=proxy,
-                stream=True,
-            )
-        )
-
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
@@ -147,28 +101,3 @@ class AsyncClient(ClientBase, AsyncVerbs):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-class _Streaming:
-    """``client.stream(...)``: an async context manager over the streamed response, or an awaitable."""
-
-    __slots__ = ("_pending", "_response")
-
-    def __init__(self, pending: Coroutine[object, None, Response]) -> None:
-        self._pending = pending
-        self._response: Response | None = None
-
-    def __await__(self) -> Generator[object, None, Response]:
-        response: Response = yield from self._pending.__await__()
-        return response
-
-    async def __aenter__(self) -> Response:
-        response: Response = await self._pending
-        self._response = response
-        return response
-
-    async def __aexit__(self, *exc: object) -> None:
-        response = self._response
-        if response is not None:
-            self._response = None
-            await response.aclose()

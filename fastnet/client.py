@@ -222,42 +222,6 @@ class Client(ClientBase, Verbs):
         """
         return map_calls(self, requests, max_in_flight, ordered)
 
-    def stream(
-        self,
-        method: str,
-        url: str | URL,
-        *,
-        params: ParamsLike | None = None,
-        headers: HeadersLike | None = None,
-        cookies: CookiesLike | None = None,
-        body: BodyLike | None = None,
-        data: DataLike | None = None,
-        files: FilesLike | None = None,
-        json: object = None,
-        auth: AuthLike | None = None,
-        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
-        follow_redirects: bool | None = None,
-        proxy: Proxy | str | None = None,
-    ) -> Response:
-        """Send a request; the response body streams (use it as a context manager or close it)."""
-        return _request(
-            self._core,
-            method,
-            url,
-            params=params,
-            headers=headers,
-            cookies=cookies,
-            body=body,
-            data=data,
-            files=files,
-            json=json,
-            auth=auth,
-            timeout=timeout,
-            follow_redirects=follow_redirects,
-            proxy=proxy,
-            stream=True,
-        )
-
     # -- lifecycle ------------------------------------------------------------------------------
 
     def close(self) -> None:

@@ -15,11 +15,13 @@ These methods are what ``help()``, a type checker and an IDE see. A client binds
 override, per client, to the engine's entry point with its core (``functools.partial`` of
 ``real_call.request``/``get``, or their asyncio twins): a request runs no Python frame of the client's.
 So the bodies below run only for a subclass that overrides a verb and calls ``super()``; they take the
-same path. ``stream`` differs between the clients, and is theirs.
+same path. ``stream`` returns the response with its body unread (``AsyncClient``'s: an awaitable that is
+also an async context manager).
 """
 
 from __future__ import annotations
 
+from collections.abc import Coroutine, Generator  # async-only
 from typing import TYPE_CHECKING
 
 from fastnet._internal._async.real_call import get as _async_get
@@ -36,7 +38,8 @@ if TYPE_CHECKING:
     from fastnet.timeout import TimeoutTypes, UseClientDefault
     from fastnet.url import URL
 
-__all__ = ["AsyncVerbs"]
+__all__ = ["AsyncStreaming", "AsyncVerbs"]  # async-only
+# sync-only: __all__ = ["Verbs"]
 
 
 class AsyncVerbs:
@@ -289,3 +292,81 @@ class AsyncVerbs:
             follow_redirects=follow_redirects,
             proxy=proxy,
         )
+
+    def stream(
+        self,
+        method: str,
+        url: str | URL,
+        *,
+        params: ParamsLike | None = None,
+        headers: HeadersLike | None = None,
+        cookies: CookiesLike | None = None,
+        body: BodyLike | None = None,
+        data: DataLike | None = None,
+        files: FilesLike | None = None,
+        json: object = None,
+        auth: AuthLike | None = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
+        # sync-only: ) -> Response:
+    ) -> AsyncStreaming:  # async-only
+        """Send a request whose body streams.
+
+        .. async-only
+        ``async with client.stream(...) as response:`` closes it at the end of the block
+        (``response = await client.stream(...)`` works too; then close it).
+        .. end
+        .. sync-only
+        Use the response as a context manager, or close it.
+        .. end
+        """
+        # sync-only: return (
+        return AsyncStreaming(  # async-only
+            _async_request(
+                self._core,
+                method,
+                url,
+                params=params,
+                headers=headers,
+                cookies=cookies,
+                body=body,
+                data=data,
+                files=files,
+                json=json,
+                auth=auth,
+                timeout=timeout,
+                follow_redirects=follow_redirects,
+                proxy=proxy,
+                stream=True,
+            )
+        )
+
+
+# unasync: skip
+class AsyncStreaming:
+    """``client.stream(...)``: an async context manager over the streamed response, or an awaitable."""
+
+    __slots__ = ("_pending", "_response")
+
+    def __init__(self, pending: Coroutine[object, None, Response]) -> None:
+        self._pending = pending
+        self._response: Response | None = None
+
+    def __await__(self) -> Generator[object, None, Response]:
+        response: Response = yield from self._pending.__await__()
+        return response
+
+    async def __aenter__(self) -> Response:
+        response: Response = await self._pending
+        self._response = response
+        return response
+
+    async def __aexit__(self, *exc: object) -> None:
+        response = self._response
+        if response is not None:
+            self._response = None
+            await response.aclose()
+
+
+# unasync: skip end

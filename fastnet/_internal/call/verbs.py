@@ -9,7 +9,8 @@ These methods are what ``help()``, a type checker and an IDE see. A client binds
 override, per client, to the engine's entry point with its core (``functools.partial`` of
 ``real_call.request``/``get``, or their asyncio twins): a request runs no Python frame of the client's.
 So the bodies below run only for a subclass that overrides a verb and calls ``super()``; they take the
-same path. ``stream`` differs between the clients, and is theirs.
+same path. ``stream`` returns the response with its body unread (``Client``'s: an awaitable that is
+also an async context manager).
 """
 
 from __future__ import annotations
@@ -282,4 +283,43 @@ class Verbs:
             timeout=timeout,
             follow_redirects=follow_redirects,
             proxy=proxy,
+        )
+
+    def stream(
+        self,
+        method: str,
+        url: str | URL,
+        *,
+        params: ParamsLike | None = None,
+        headers: HeadersLike | None = None,
+        cookies: CookiesLike | None = None,
+        body: BodyLike | None = None,
+        data: DataLike | None = None,
+        files: FilesLike | None = None,
+        json: object = None,
+        auth: AuthLike | None = None,
+        timeout: TimeoutTypes | UseClientDefault = USE_CLIENT_DEFAULT,
+        follow_redirects: bool | None = None,
+        proxy: Proxy | str | None = None,
+    ) -> Response:
+        """Send a request whose body streams.
+
+        Use the response as a context manager, or close it.
+        """
+        return _request(
+            self._core,
+            method,
+            url,
+            params=params,
+            headers=headers,
+            cookies=cookies,
+            body=body,
+            data=data,
+            files=files,
+            json=json,
+            auth=auth,
+            timeout=timeout,
+            follow_redirects=follow_redirects,
+            proxy=proxy,
+            stream=True,
         )
