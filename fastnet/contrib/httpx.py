@@ -92,22 +92,29 @@ class _Base(Generic[C]):
     _base: C
     _siblings: dict[tuple[float | None, float | None, float | None], C]
 
-    def _setup(
+    def __init__(
         self,
-        client_type: type[C],
-        client: C | None,
-        verify: ssl.SSLContext | str | bool,
-        cert: _Cert | None,
-        trust_env: bool,
-        http1: bool,
-        http2: bool,
-        limits: httpx.Limits,
-        proxy: _ProxyArg | None,
-        uds: str | None,
-        local_address: str | None,
-        retries: int,
-        options: dict[str, Any],
+        verify: ssl.SSLContext | str | bool = True,
+        cert: _Cert | None = None,
+        trust_env: bool = True,
+        http1: bool = True,
+        http2: bool = False,
+        limits: httpx.Limits = httpx.Limits(max_connections=100, max_keepalive_connections=20),  # noqa: B008
+        proxy: _ProxyArg | None = None,
+        uds: str | None = None,
+        local_address: str | None = None,
+        retries: int = 0,
+        *,
+        client: C | None = None,
+        **options: Any,
     ) -> None:
+        """``httpx.HTTPTransport``'s arguments where fastnet has them (see the module's documentation):
+        ``verify``, ``cert``, ``limits``, ``proxy``, ``local_address``, ``retries`` (``trust_env`` is
+        taken and has no effect); ``http2=True``, ``http1=False`` and ``uds`` are refused with a
+        ``ValueError``. ``client`` is a ``fastnet.Client`` (a ``fastnet.AsyncClient`` for
+        ``AsyncFastnetTransport``) to send through; ``options`` are that client's keyword options
+        (``dns=``, ``event_listener=``, ...) when no ``client`` is given."""
+        client_type = self._client_type
         if http2 or not http1:
             raise ValueError("fastnet speaks HTTP/1.1 only: http2=True (or http1=False) is not supported")
         if uds is not None:
@@ -149,20 +156,36 @@ class _Base(Generic[C]):
         self._siblings = {}
         self._lock = threading.Lock()
 
+    @property
+    def _client_type(self) -> type[C]:
+        """``fastnet.Client`` or ``fastnet.AsyncClient``: the client a transport makes (and takes)."""
+        raise NotImplementedError
+
+    @property
+    def client(self) -> C:
+        """The ``fastnet.Client`` (``fastnet.AsyncClient`` for ``AsyncFastnetTransport``) requests go
+        through with their default options."""
+        return self._base
+
     @overload
     def _new_call(
-        self: _Base[fastnet.Client], request: httpx.Request, body: _Body
+        self: _Base[fastnet.Client], request: httpx.Request, chunks: Callable[[Any], _Body]
     ) -> tuple[fastnet.Call, _CallListener | None]: ...
     @overload
     def _new_call(
-        self: _Base[fastnet.AsyncClient], request: httpx.Request, body: _Body
+        self: _Base[fastnet.AsyncClient], request: httpx.Request, chunks: Callable[[Any], _Body]
     ) -> tuple[fastnet.AsyncCall, _CallListener | None]: ...
     def _new_call(
-        self, request: httpx.Request, body: _Body
+        self, request: httpx.Request, chunks: Callable[[Any], _Body]
     ) -> tuple[fastnet.Call | fastnet.AsyncCall, _CallListener | None]:
         """The fastnet call for ``request``, and its listener when httpx asked for what only a per-call
         listener does: the ``trace`` extension, or a ``pool`` timeout shorter than the connect timeout
-        (fastnet waits for a connection slot at most the connect timeout)."""
+        (fastnet waits for a connection slot at most the connect timeout). The body is the bytes httpx
+        holds, or ``chunks(request.stream)`` (``_chunks``/``_achunks``) for a body it streams."""
+        content = getattr(request, "_content", None)
+        body: _Body = content if content is not None else chunks(request.stream)
+        if content == b"":
+            body = None
         extensions = request.extensions
         client = self._client_for(request)
         call = client.new_call(_fastnet_request(request, body))
@@ -561,11 +584,30 @@ def _body_error(exc: BaseException, request: httpx.Request) -> httpx.TransportEr
     return httpx.ReadError(str(exc), request=request)
 
 
-def _extensions(response: fastnet.Response) -> dict[str, object]:
-    return {
-        "http_version": response.protocol.encode("ascii"),
-        "reason_phrase": response.reason.encode("latin-1", "replace"),
-    }
+def _httpx_response(
+    response: fastnet.Response,
+    request: httpx.Request,
+    listener: _CallListener | None,
+    plain: Callable[[fastnet.Response, httpx.Request], httpx.SyncByteStream | httpx.AsyncByteStream],
+    traced: Callable[
+        [fastnet.Response, httpx.Request, _CallListener], httpx.SyncByteStream | httpx.AsyncByteStream
+    ],
+) -> httpx.Response:
+    """The ``httpx.Response`` for fastnet's ``response``, its body a ``plain`` stream, or a ``traced`` one
+    when the request has a ``trace`` callback."""
+    if listener is not None and listener.trace is not None:
+        stream = traced(response, request, listener)
+    else:
+        stream = plain(response, request)
+    return httpx.Response(
+        response.status_code,
+        headers=response.headers._items,
+        stream=stream,
+        extensions={
+            "http_version": response.protocol.encode("ascii"),
+            "reason_phrase": response.reason.encode("latin-1", "replace"),
+        },
+    )
 
 
 # ------------------------------------------------------------------------------------------- blocking
@@ -623,49 +665,12 @@ class FastnetTransport(_Base["fastnet.Client"], httpx.BaseTransport):
     ``client`` is given.
     """
 
-    def __init__(
-        self,
-        verify: ssl.SSLContext | str | bool = True,
-        cert: _Cert | None = None,
-        trust_env: bool = True,
-        http1: bool = True,
-        http2: bool = False,
-        limits: httpx.Limits = httpx.Limits(max_connections=100, max_keepalive_connections=20),  # noqa: B008
-        proxy: _ProxyArg | None = None,
-        uds: str | None = None,
-        local_address: str | None = None,
-        retries: int = 0,
-        *,
-        client: fastnet.Client | None = None,
-        **options: Any,
-    ) -> None:
-        self._setup(
-            fastnet.Client,
-            client,
-            verify,
-            cert,
-            trust_env,
-            http1,
-            http2,
-            limits,
-            proxy,
-            uds,
-            local_address,
-            retries,
-            options,
-        )
-
     @property
-    def client(self) -> fastnet.Client:
-        """The ``fastnet.Client`` requests go through with their default options."""
-        return self._base
+    def _client_type(self) -> type[fastnet.Client]:
+        return fastnet.Client
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        content = getattr(request, "_content", None)
-        body = content if content is not None else _chunks(request.stream)
-        if content == b"":
-            body = None
-        call, listener = self._new_call(request, body)
+        call, listener = self._new_call(request, _chunks)
         try:
             response = call.execute()
         except fastnet.NetworkError as exc:
@@ -673,16 +678,7 @@ class FastnetTransport(_Base["fastnet.Client"], httpx.BaseTransport):
         finally:
             if listener is not None and listener.trace is not None:
                 listener.flush()
-        if listener is not None and listener.trace is not None:
-            stream: httpx.SyncByteStream = _TracedResponseStream(response, request, listener)
-        else:
-            stream = _ResponseStream(response, request)
-        return httpx.Response(
-            response.status_code,
-            headers=response.headers._items,
-            stream=stream,
-            extensions=_extensions(response),
-        )
+        return _httpx_response(response, request, listener, _ResponseStream, _TracedResponseStream)
 
     def close(self) -> None:
         for sibling in list(self._siblings.values()):
@@ -745,49 +741,12 @@ class AsyncFastnetTransport(_Base["fastnet.AsyncClient"], httpx.AsyncBaseTranspo
     """An ``httpx.AsyncBaseTransport`` that sends each request with a ``fastnet.AsyncClient``; the same
     arguments as ``FastnetTransport``."""
 
-    def __init__(
-        self,
-        verify: ssl.SSLContext | str | bool = True,
-        cert: _Cert | None = None,
-        trust_env: bool = True,
-        http1: bool = True,
-        http2: bool = False,
-        limits: httpx.Limits = httpx.Limits(max_connections=100, max_keepalive_connections=20),  # noqa: B008
-        proxy: _ProxyArg | None = None,
-        uds: str | None = None,
-        local_address: str | None = None,
-        retries: int = 0,
-        *,
-        client: fastnet.AsyncClient | None = None,
-        **options: Any,
-    ) -> None:
-        self._setup(
-            fastnet.AsyncClient,
-            client,
-            verify,
-            cert,
-            trust_env,
-            http1,
-            http2,
-            limits,
-            proxy,
-            uds,
-            local_address,
-            retries,
-            options,
-        )
-
     @property
-    def client(self) -> fastnet.AsyncClient:
-        """The ``fastnet.AsyncClient`` requests go through with their default options."""
-        return self._base
+    def _client_type(self) -> type[fastnet.AsyncClient]:
+        return fastnet.AsyncClient
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        content = getattr(request, "_content", None)
-        body = content if content is not None else _achunks(request.stream)
-        if content == b"":
-            body = None
-        call, listener = self._new_call(request, body)
+        call, listener = self._new_call(request, _achunks)
         try:
             response = await call.execute()
         except fastnet.NetworkError as exc:
@@ -802,16 +761,7 @@ class AsyncFastnetTransport(_Base["fastnet.AsyncClient"], httpx.AsyncBaseTranspo
         finally:
             if listener is not None and listener.trace is not None:
                 await listener.aflush()
-        if listener is not None and listener.trace is not None:
-            stream: httpx.AsyncByteStream = _TracedAsyncResponseStream(response, request, listener)
-        else:
-            stream = _AsyncResponseStream(response, request)
-        return httpx.Response(
-            response.status_code,
-            headers=response.headers._items,
-            stream=stream,
-            extensions=_extensions(response),
-        )
+        return _httpx_response(response, request, listener, _AsyncResponseStream, _TracedAsyncResponseStream)
 
     async def aclose(self) -> None:
         for sibling in list(self._siblings.values()):
