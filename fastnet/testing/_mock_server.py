@@ -56,6 +56,8 @@ _MAX_LINE = 8 * 1024
 _RECV = 64 * 1024
 _LINGER_SECONDS = 0.5
 _JOIN_SECONDS = 1.0
+#: ``MockServer``'s default listen backlog: room for a few hundred connections opened at once.
+DEFAULT_BACKLOG = max(socket.SOMAXCONN, 1024)
 
 
 class SocketPolicy(enum.Enum):
@@ -599,6 +601,11 @@ class MockServer:
     ``trustme.CA``; a new one when ``None``): ``ca_path`` is its PEM file and :meth:`client_ssl_context`
     a client context trusting it. OpenSSL ignores a wildcard right under a top-level label, so for
     Python clients use a listed name (``app.test``, ``origin.test``, ...) or ``<anything>.example.test``.
+
+    ``backlog`` is the listen queue length handed to ``listen()`` (the kernel caps it at
+    ``net.core.somaxconn``). The default, ``max(socket.SOMAXCONN, 1024)``, lets a client open hundreds of
+    connections at once (``client.map(urls, max_in_flight=256)``) without the SYN queue overflowing
+    and connections waiting a second or more for a retransmit. It must be a positive int.
     """
 
     def __init__(
@@ -608,7 +615,14 @@ class MockServer:
         host: str = "127.0.0.1",
         port: int = 0,
         ca: trustme.CA | None = None,
+        backlog: int = DEFAULT_BACKLOG,
     ) -> None:
+        if isinstance(backlog, bool) or not isinstance(backlog, int):
+            raise TypeError(f"backlog must be an int, not {type(backlog).__name__}")
+        if backlog < 1:
+            raise ValueError(f"backlog must be >= 1, not {backlog}")
+        #: The listen queue length passed to ``listen()``.
+        self.backlog = backlog
         self.tls = tls
         self.host = host
         self._requested_port = port
@@ -659,7 +673,7 @@ class MockServer:
         try:
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             listener.bind((self.host, self._requested_port))
-            listener.listen(128)
+            listener.listen(self.backlog)
         except BaseException:
             listener.close()
             self._cleanup_files()
