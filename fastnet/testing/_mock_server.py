@@ -21,6 +21,9 @@ the sockets it owns; ``shutdown()`` only closes what a thread failed to close in
 With ``tls=True`` the server sniffs the first byte of each connection: ``0x16`` (a TLS handshake
 record) starts TLS, anything else is served in plain text. That is what lets a client send
 ``CONNECT`` in the clear and then start TLS inside the tunnel (``MockResponse(tunnel=True)``).
+A plain server (``tls=False``) that sees a connection open with a TLS ClientHello (``0x16 0x03 0x0X``)
+answers as nginx does on a plain port: a plain-text ``400 Bad Request``, then close. The client's
+handshake then fails at once instead of waiting for a ServerHello; nothing is recorded as a request.
 """
 
 from __future__ import annotations
@@ -384,6 +387,12 @@ _HEAD_END = re.compile(rb"\r?\n\r?\n")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?")
 
 
+def _looks_like_tls_handshake(first: bytes) -> bool:
+    """Whether the first bytes of a connection start a TLS handshake record (``0x16 0x03 0x0X``); a
+    prefix of one counts too. No HTTP request starts with ``0x16``."""
+    return first[:1] == b"\x16" and first[1:2] in (b"", b"\x03") and (len(first) < 3 or first[2] <= 0x04)
+
+
 class _BadRequest(Exception):
     """The peer sent something that is not an HTTP/1.1 request."""
 
@@ -577,6 +586,15 @@ class _Connection:
 Dispatcher = Callable[[RecordedRequest], MockResponse]
 
 
+#: What a plain (``tls=False``) server sends to a connection that opens with a TLS ClientHello, as nginx
+#: does on a plain port; the client's TLS stack reads it as a bad record and fails the handshake at once.
+_TLS_ON_PLAIN_PORT = MockResponse(
+    400,
+    headers=[("Content-Type", "text/plain"), ("Connection", "close")],
+    body=b"400 Bad Request: TLS handshake on a plain HTTP port\n",
+)
+
+
 class MockServer:
     """A scripted HTTP/1.1 server on loopback. Start it with ``with`` (or :meth:`start`).
 
@@ -606,6 +624,10 @@ class MockServer:
     ``net.core.somaxconn``). The default, ``max(socket.SOMAXCONN, 1024)``, lets a client open hundreds of
     connections at once (``client.map(urls, max_in_flight=256)``) without the SYN queue overflowing
     and connections waiting a second or more for a retransmit. It must be a positive int.
+
+    Without ``tls`` a TLS ClientHello on a new connection is answered with a plain-text ``400 Bad
+    Request`` and the connection is closed (as nginx does), so a client that says ``https://`` to the
+    plain port fails its handshake at once.
     """
 
     def __init__(
@@ -861,6 +883,16 @@ class MockServer:
                 return False
             if first[0] == 0x16:
                 self._start_tls(conn)
+        else:
+            first = conn.sock.recv(3, socket.MSG_PEEK)
+            if not first:
+                return False
+            if _looks_like_tls_handshake(first):
+                # A TLS client on the plain port: answer as nginx does (a plain-text 400, then close),
+                # so the client's handshake fails at once instead of waiting for a ServerHello.
+                conn.sock.sendall(b"".join(_TLS_ON_PLAIN_PORT.encode()))
+                self._lingering_close(conn)
+                return False
         reader = _Reader(conn)
         sequence = 0
         while not self._stop.is_set():

@@ -777,3 +777,23 @@ def test_mock_server_tls_shutdown_during_handshake_is_fast(strict_tls_server: Mo
         started = time.monotonic()
         strict_tls_server.shutdown()
         assert time.monotonic() - started < 0.5
+
+
+def test_mock_server_plain_answers_a_client_hello_with_400_and_closes(strict_server: MockServer) -> None:
+    """A TLS client on the plain port gets what nginx sends there: a plain-text 400, then EOF."""
+    raw = _connect(strict_server)
+    with raw:
+        raw.sendall(b"\x16\x03\x01\x00\x05hello")  # a (truncated) TLS handshake record
+        data = _recv_until_eof(raw)
+    assert data.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert b"\r\nConnection: close\r\n" in data
+    assert strict_server.request_count == 0
+
+
+def test_mock_server_plain_tls_handshake_fails_fast(strict_server: MockServer) -> None:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", strict_server.port), timeout=30) as raw:
+        with pytest.raises(ssl.SSLError):
+            context.wrap_socket(raw, server_hostname="localhost")

@@ -1,4 +1,5 @@
-"""MockServer driven by fastnet's own client: many connections at once (the listen backlog)."""
+"""MockServer driven by fastnet's own client: many connections at once (the listen backlog), and a TLS
+client pointed at the plain port (the server answers the ClientHello as nginx does, so it fails fast)."""
 
 from __future__ import annotations
 
@@ -77,4 +78,26 @@ def test_map_with_256_in_flight_opens_256_connections() -> None:
             assert str(url).endswith(response.text)
         assert server.connection_count == n
         assert server.request_count == n
+    assert server.errors == []
+
+
+def test_tls_client_on_the_plain_port_fails_fast_with_a_tls_error() -> None:
+    """The server answers the ClientHello with a plain-text 400 (as nginx does on a plain port), so the
+    handshake fails at once: a TlsError well within call_timeout, not a CallTimeout."""
+    with MockServer() as server:
+        with fastnet.Client(verify=False, connect_timeout=30, read_timeout=30, call_timeout=5) as client:
+            with pytest.raises(fastnet.TlsError) as info:
+                client.get(f"https://127.0.0.1:{server.port}/")
+        assert not isinstance(info.value, fastnet.CallTimeout)
+        assert server.request_count == 0
+    assert server.errors == []
+
+
+def test_plain_requests_still_served_after_a_tls_probe() -> None:
+    with MockServer() as server:
+        server.enqueue(MockResponse(200, body=b"ok"))
+        with fastnet.Client(verify=False, call_timeout=5) as client:
+            with pytest.raises(fastnet.TlsError):
+                client.get(f"https://127.0.0.1:{server.port}/")
+            assert client.get(server.url("/")).text == "ok"
     assert server.errors == []
