@@ -768,3 +768,22 @@ def test_timeout_bounds_each_read(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"late", head_delay=2))
     result = _run("get", "--timeout", "0.3", server.url("/slow"))
     assert result.returncode == 28 and "ReadTimeout" in result.stderr, result.stderr
+
+
+# -- a forgiving command line (issue 21) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("get", "--jsn", "{}", "http://127.0.0.1:9/"), "unknown option: --jsn (did you mean --json?)"),
+        (("get", "--jsn={}", "http://127.0.0.1:9/"), "unknown option: --jsn (did you mean --json?)"),
+        (("load", "--conections", "3"), "unknown option: --conections (did you mean --connections?)"),
+        (("get", "--zzzzzz", "http://127.0.0.1:9/"), "unknown option: --zzzzzz\n"),
+    ],
+)
+def test_an_unknown_option_is_named_alone_with_suggestions(args: tuple[str, ...], says: str) -> None:
+    result = _run(*args)
+    assert result.returncode == 2, result.stderr
+    assert says in result.stderr and "Traceback" not in result.stderr
+    assert "127.0.0.1:9" not in result.stderr and "unrecognized arguments" not in result.stderr

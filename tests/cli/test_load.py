@@ -56,7 +56,7 @@ def _load(*argv: str) -> int:
         (["-k", "--cacert", "ca.pem"], "contradict"),
         (["--engine", "rust"], "invalid choice"),
         (["--urls", "/nonexistent/urls.txt"], "--urls"),
-        (["--bogus"], "unrecognized arguments"),
+        (["--bogus"], "unknown option: --bogus"),
     ],
 )
 def test_load_cli_rejects_bad_options_with_usage_errors(
