@@ -128,7 +128,9 @@ def _unknown(parser: argparse.ArgumentParser, extras: list[str]) -> None:
 
 
 def _command(argv: list[str] | None) -> int:
-    parser = argparse.ArgumentParser(prog="fastnet", description="A fast HTTP/1.1 client.")
+    parser = argparse.ArgumentParser(
+        prog="fastnet", description="A fast HTTP/1.1 client.", allow_abbrev=False
+    )
     parser.add_argument(
         "-V", "--version", action="store_true", help="print the version and the build, then exit"
     )

@@ -129,6 +129,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     """Register ``get`` on the ``fastnet`` command's subparsers."""
     p: argparse.ArgumentParser = sub.add_parser(
         "get",
+        allow_abbrev=False,  # --includ is an unknown option (with a suggestion), not --include
         help="fetch a URL as curl does: the body on stdout",
         description=(
             "Fetch one URL and write the body to stdout (-i: headers too). Without a URL, an embedded "

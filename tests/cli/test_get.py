@@ -787,3 +787,15 @@ def test_an_unknown_option_is_named_alone_with_suggestions(args: tuple[str, ...]
     assert result.returncode == 2, result.stderr
     assert says in result.stderr and "Traceback" not in result.stderr
     assert "127.0.0.1:9" not in result.stderr and "unrecognized arguments" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("get", "--includ", "http://127.0.0.1:9/"), "unknown option: --includ (did you mean --include?)"),
+        (("load", "--connection", "3"), "unknown option: --connection (did you mean --connections?)"),
+    ],
+)
+def test_no_silent_prefix_matching(args: tuple[str, ...], says: str) -> None:
+    result = _run(*args)
+    assert result.returncode == 2 and says in result.stderr, result.stderr
