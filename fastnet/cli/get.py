@@ -415,11 +415,19 @@ def _variables(
 
 
 def write_out(
-    fmt: str, response: fastnet.Response | None, error: BaseException | None, code: int, downloaded: int = 0
+    fmt: str,
+    response: fastnet.Response | None,
+    error: BaseException | None,
+    code: int,
+    downloaded: int = 0,
+    *,
+    warn: bool = True,
 ) -> str:
     """curl's ``-w``: ``%{name}`` variables (times in seconds with 6 decimals), ``%{json}`` for all of
-    them, ``%%``, and ``\\n``, ``\\r``, ``\\t``."""
+    them, ``%%``, and ``\\n``, ``\\r``, ``\\t``. An unknown variable is left as it is and, with
+    ``warn``, named on stderr once, as curl does."""
     values = _variables(response, error, code, downloaded)
+    unknown: set[str] = set()
     out: list[str] = []
     i = 0
     while i < len(fmt):
@@ -439,6 +447,9 @@ def write_out(
                     out.append(f"{value:.6f}" if isinstance(value, float) else printable(str(value)))
                 else:
                     out.append(fmt[i : end + 1])  # an unknown variable is left as it is
+                    if warn and name not in unknown:
+                        unknown.add(name)
+                        print(f"fastnet: unknown --write-out variable: '{printable(name)}'", file=sys.stderr)
                 i = end + 1
                 continue
         if ch == "\\" and i + 1 < len(fmt) and fmt[i + 1] in "nrt\\":
@@ -613,7 +624,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(printable(f"* {response.timings!r}"), file=sys.stderr)
     if fmt is not None:
         try:
-            sys.stdout.write(write_out(fmt, response, error, code, downloaded))
+            sys.stdout.write(write_out(fmt, response, error, code, downloaded, warn=not quiet_errors))
             sys.stdout.flush()
         except OSError as exc:
             if code == 0:

@@ -799,3 +799,15 @@ def test_an_unknown_option_is_named_alone_with_suggestions(args: tuple[str, ...]
 def test_no_silent_prefix_matching(args: tuple[str, ...], says: str) -> None:
     result = _run(*args)
     assert result.returncode == 2 and says in result.stderr, result.stderr
+
+
+def test_write_out_warns_once_about_each_unknown_variable(server: MockServer) -> None:
+    server.enqueue(MockResponse(body=b"x"))
+    result = _run("get", "-s", "-S", "-w", "%{nope} %{http_code} %{nope} %{a\x1bb}\\n", server.url("/"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "x%{nope} 200 %{nope} %{a\x1bb}\n"
+    assert result.stderr.splitlines() == [
+        "fastnet: unknown --write-out variable: 'nope'",
+        "fastnet: unknown --write-out variable: 'a\\x1bb'",
+    ]
+    assert _run("get", "-s", "-w", "%{nope}", server.url("/")).stderr == ""  # -s: no warnings
