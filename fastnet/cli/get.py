@@ -306,11 +306,15 @@ def _build(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], dict[str
         user, sep, password = args.user.partition(":")
         if not sep:
             password = ""
-            if sys.stdin.isatty():
-                try:
-                    password = getpass.getpass(f"password for {printable(user)}: ")
-                except EOFError:  # Ctrl-D at the prompt: no password, as curl
-                    pass
+            if not sys.stdin.isatty():  # no terminal to ask on: never a silent empty password
+                raise _Usage(
+                    f"-u {user}: no password given and stdin is not a terminal to ask for one: "
+                    f"pass -u '{user}:PASSWORD' (or -u '{user}:' for an empty password)"
+                )
+            try:
+                password = getpass.getpass(f"password for {printable(user)}: ")
+            except EOFError:  # Ctrl-D at the prompt: no password, as curl
+                pass
         auth = (user, password)
     cert: str | tuple[str, str] | None = None
     if args.cert is not None:

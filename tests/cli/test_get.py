@@ -811,3 +811,11 @@ def test_write_out_warns_once_about_each_unknown_variable(server: MockServer) ->
         "fastnet: unknown --write-out variable: 'a\\x1bb'",
     ]
     assert _run("get", "-s", "-w", "%{nope}", server.url("/")).stderr == ""  # -s: no warnings
+
+
+def test_user_without_password_and_without_a_terminal_is_a_usage_error(server: MockServer) -> None:
+    result = _run("get", "-u", "bob", server.url("/"), stdin="")
+    assert result.returncode == 2, result.stderr
+    assert "-u bob: no password given and stdin is not a terminal" in result.stderr
+    assert "-u 'bob:PASSWORD'" in result.stderr and "Traceback" not in result.stderr
+    assert server.request_count == 0  # nothing was sent
