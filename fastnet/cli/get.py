@@ -469,7 +469,19 @@ def write_out(
 
 
 def _one_line(error: BaseException) -> str:
-    return " ".join(f"{type(error).__name__}: {error}".split())
+    text = str(error)
+    if isinstance(error, fastnet.TlsVerificationError):  # the hint in the command line's words
+        hint = error.hint
+        text = text.removesuffix(hint) + _cli_hint(hint)
+    return " ".join(f"{type(error).__name__}: {text}".split())
+
+
+def _cli_hint(hint: str) -> str:
+    """A :class:`fastnet.TlsVerificationError` hint, which names the Python options, with the command
+    line's options instead (``--cacert FILE``, ``-k/--insecure``)."""
+    return hint.replace("verify='/path/to/ca.pem'", "--cacert FILE").replace(
+        "verify=False turns verification off", "-k/--insecure turns verification off"
+    )
 
 
 def _head_bytes(response: fastnet.Response, terminal: bool) -> bytes:

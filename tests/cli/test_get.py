@@ -389,7 +389,9 @@ def test_cacert_and_insecure(tls_server: MockServer) -> None:
     result = _run("get", "--cacert", ca_path(tls_server), tls_server.url("/"))
     assert (result.returncode, result.stdout) == (0, "secure"), result.stderr
     result = _run("get", tls_server.url("/"))
-    assert result.returncode == 60 and "--cacert" in result.stderr or "verify=" in result.stderr
+    assert result.returncode == 60, result.stderr
+    assert "--cacert FILE" in result.stderr and "-k/--insecure" in result.stderr
+    assert "verify=" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     result = _run("get", "-k", tls_server.url("/"))
     assert (result.returncode, result.stdout) == (0, "secure"), result.stderr
@@ -819,3 +821,20 @@ def test_user_without_password_and_without_a_terminal_is_a_usage_error(server: M
     assert "-u bob: no password given and stdin is not a terminal" in result.stderr
     assert "-u 'bob:PASSWORD'" in result.stderr and "Traceback" not in result.stderr
     assert server.request_count == 0  # nothing was sent
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "certificate verify failed: unable to get local issuer certificate",
+        "certificate verify failed (CAs from SSL_CERT_FILE=/x.pem)",
+    ],
+)
+def test_a_certificate_error_names_the_command_line_options(message: str) -> None:
+    from fastnet.cli.get import _one_line
+
+    error = fastnet.TlsVerificationError(message)
+    assert "verify=" in str(error)  # the Python API's words stay
+    line = _one_line(error)
+    assert "verify=" not in line and "--cacert FILE" in line, line
+    assert line.startswith(f"TlsVerificationError: {message}")
