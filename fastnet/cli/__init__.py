@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import errno
 import importlib.metadata
 import io
@@ -30,6 +31,7 @@ from fastnet._internal.http1.decoders import SUPPORTED
 from fastnet._version import __version__
 from fastnet.cli import get as get_command
 from fastnet.cli import load as load_command
+from fastnet.cli._text import printable
 
 __all__ = ["DISTRIBUTION", "main", "version_text"]
 
@@ -109,15 +111,36 @@ def _drop_output() -> None:
         os.close(devnull)
 
 
+def _unknown(parser: argparse.ArgumentParser, extras: list[str]) -> None:
+    """A usage error (exit status 2) for what ``parser`` did not know: the unknown options alone, each with
+    the closest known ones, rather than every argument left over (a valid URL after one is not to blame)."""
+    options = [extra for extra in extras if extra.startswith("-") and extra != "-"]
+    if not options:
+        parser.error(printable(f"unrecognized arguments: {' '.join(extras)}"))
+    known = [name for name in parser._option_string_actions if name.startswith("-")]
+    said = []
+    for option in options:
+        name = option.partition("=")[0]
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.7)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        said.append(f"unknown option: {name}{hint}")
+    parser.error(printable("; ".join(said)))
+
+
 def _command(argv: list[str] | None) -> int:
-    parser = argparse.ArgumentParser(prog="fastnet", description="A fast HTTP/1.1 client.")
+    parser = argparse.ArgumentParser(
+        prog="fastnet", description="A fast HTTP/1.1 client.", allow_abbrev=False
+    )
     parser.add_argument(
         "-V", "--version", action="store_true", help="print the version and the build, then exit"
     )
     sub = parser.add_subparsers(dest="command")
     get_parser = get_command.add_parser(sub)
     load_parser = load_command.add_parser(sub)
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        command = {"get": get_parser, "load": load_parser}.get(args.command or "", parser)
+        _unknown(command, extras)
     if args.version or getattr(args, "show_version", False):
         print(version_text())
         return 0

@@ -129,6 +129,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     """Register ``get`` on the ``fastnet`` command's subparsers."""
     p: argparse.ArgumentParser = sub.add_parser(
         "get",
+        allow_abbrev=False,  # --includ is an unknown option (with a suggestion), not --include
         help="fetch a URL as curl does: the body on stdout",
         description=(
             "Fetch one URL and write the body to stdout (-i: headers too). Without a URL, an embedded "
@@ -305,11 +306,15 @@ def _build(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], dict[str
         user, sep, password = args.user.partition(":")
         if not sep:
             password = ""
-            if sys.stdin.isatty():
-                try:
-                    password = getpass.getpass(f"password for {printable(user)}: ")
-                except EOFError:  # Ctrl-D at the prompt: no password, as curl
-                    pass
+            if not sys.stdin.isatty():  # no terminal to ask on: never a silent empty password
+                raise _Usage(
+                    f"-u {user}: no password given and stdin is not a terminal to ask for one: "
+                    f"pass -u '{user}:PASSWORD' (or -u '{user}:' for an empty password)"
+                )
+            try:
+                password = getpass.getpass(f"password for {printable(user)}: ")
+            except EOFError:  # Ctrl-D at the prompt: no password, as curl
+                pass
         auth = (user, password)
     cert: str | tuple[str, str] | None = None
     if args.cert is not None:
@@ -414,11 +419,19 @@ def _variables(
 
 
 def write_out(
-    fmt: str, response: fastnet.Response | None, error: BaseException | None, code: int, downloaded: int = 0
+    fmt: str,
+    response: fastnet.Response | None,
+    error: BaseException | None,
+    code: int,
+    downloaded: int = 0,
+    *,
+    warn: bool = True,
 ) -> str:
     """curl's ``-w``: ``%{name}`` variables (times in seconds with 6 decimals), ``%{json}`` for all of
-    them, ``%%``, and ``\\n``, ``\\r``, ``\\t``."""
+    them, ``%%``, and ``\\n``, ``\\r``, ``\\t``. An unknown variable is left as it is and, with
+    ``warn``, named on stderr once, as curl does."""
     values = _variables(response, error, code, downloaded)
+    unknown: set[str] = set()
     out: list[str] = []
     i = 0
     while i < len(fmt):
@@ -438,6 +451,9 @@ def write_out(
                     out.append(f"{value:.6f}" if isinstance(value, float) else printable(str(value)))
                 else:
                     out.append(fmt[i : end + 1])  # an unknown variable is left as it is
+                    if warn and name not in unknown:
+                        unknown.add(name)
+                        print(f"fastnet: unknown --write-out variable: '{printable(name)}'", file=sys.stderr)
                 i = end + 1
                 continue
         if ch == "\\" and i + 1 < len(fmt) and fmt[i + 1] in "nrt\\":
@@ -453,7 +469,19 @@ def write_out(
 
 
 def _one_line(error: BaseException) -> str:
-    return " ".join(f"{type(error).__name__}: {error}".split())
+    text = str(error)
+    if isinstance(error, fastnet.TlsVerificationError):  # the hint in the command line's words
+        hint = error.hint
+        text = text.removesuffix(hint) + _cli_hint(hint)
+    return " ".join(f"{type(error).__name__}: {text}".split())
+
+
+def _cli_hint(hint: str) -> str:
+    """A :class:`fastnet.TlsVerificationError` hint, which names the Python options, with the command
+    line's options instead (``--cacert FILE``, ``-k/--insecure``)."""
+    return hint.replace("verify='/path/to/ca.pem'", "--cacert FILE").replace(
+        "verify=False turns verification off", "-k/--insecure turns verification off"
+    )
 
 
 def _head_bytes(response: fastnet.Response, terminal: bool) -> bytes:
@@ -612,7 +640,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(printable(f"* {response.timings!r}"), file=sys.stderr)
     if fmt is not None:
         try:
-            sys.stdout.write(write_out(fmt, response, error, code, downloaded))
+            sys.stdout.write(write_out(fmt, response, error, code, downloaded, warn=not quiet_errors))
             sys.stdout.flush()
         except OSError as exc:
             if code == 0:

@@ -93,6 +93,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     """Register ``load`` on the ``fastnet`` command's subparsers."""
     p: argparse.ArgumentParser = sub.add_parser(
         "load",
+        allow_abbrev=False,  # --connection is an unknown option (with a suggestion), not --connections
         help="load-test URLs with many concurrent connections and report throughput and latency",
         description=(
             "Load-test one or more URLs (round-robin) and report requests/s, latency percentiles, "

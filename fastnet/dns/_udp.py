@@ -57,7 +57,8 @@ class UdpDns:
 
     Addresses come back A records first, then AAAA, each in the server's order. ``ipv6=False`` skips
     the AAAA query. NXDOMAIN, SERVFAIL, REFUSED, timeouts and bad answers raise ``UnknownHostError``
-    naming the reason. Needs dnspython (``pip install 'fastnet-http[dns]'``).
+    naming the reason. Needs dnspython (``pip install 'fastnet-http[dns]'``; from a checkout:
+    ``pip install -e '.[dns]'``).
     """
 
     __slots__ = ("server", "port", "timeout", "tcp_fallback", "ipv6", "_family")

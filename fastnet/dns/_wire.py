@@ -58,7 +58,10 @@ def load_dnspython() -> ModuleType:
         import dns.rdataclass
         import dns.rdatatype
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("UdpDns and DohDns need dnspython: pip install 'fastnet-http[dns]'") from exc
+        raise ImportError(
+            "UdpDns and DohDns need dnspython: "
+            "pip install 'fastnet-http[dns]' (from a checkout: pip install -e '.[dns]')"
+        ) from exc
     return dns
 
 

@@ -8,7 +8,7 @@
 ``run()`` returns the :class:`LoadResult` that the command prints: ``render(result)`` is its text
 report, ``result.to_json()`` the ``--json`` document and ``write_html(result, path)`` the ``--html``
 page. It needs the ``hdrhistogram`` package (and ``rich`` for the live display):
-``pip install 'fastnet-http[load]'``.
+``pip install 'fastnet-http[load]'`` (from a checkout: ``pip install -e '.[load]'``).
 """
 
 from __future__ import annotations

@@ -81,7 +81,8 @@ def require(module: str, package: str) -> ModuleType:
     except ImportError as exc:
         raise MissingDependency(
             f"fastnet load needs the {package!r} package: "
-            f"pip install 'fastnet-http[load]' (or pip install {package})"
+            "pip install 'fastnet-http[load]' (from a checkout: pip install -e '.[load]'; "
+            f"or pip install {package})"
         ) from exc
 
 

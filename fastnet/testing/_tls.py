@@ -1,7 +1,8 @@
 """Test certificate authority helpers for :class:`~fastnet.testing.MockServer`.
 
 Everything here wraps ``trustme``, which is imported lazily (only when TLS is asked for) because it is
-an optional dependency: install the ``testing`` extra (``pip install fastnet-http[testing]``) to get it.
+an optional dependency: install the ``testing`` extra (``pip install 'fastnet-http[testing]'``;
+from a checkout: ``pip install -e '.[testing]'``) to get it.
 
     >>> from fastnet.testing._tls import new_ca, server_context, client_context
     >>> ca = new_ca()
@@ -55,7 +56,8 @@ def _trustme() -> ModuleType:
         import trustme
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "MockServer(tls=True) needs the 'trustme' package: pip install 'fastnet-http[testing]'"
+            "MockServer(tls=True) needs the 'trustme' package: "
+            "pip install 'fastnet-http[testing]' (from a checkout: pip install -e '.[testing]')"
         ) from exc
     return trustme
 

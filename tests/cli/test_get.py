@@ -389,7 +389,9 @@ def test_cacert_and_insecure(tls_server: MockServer) -> None:
     result = _run("get", "--cacert", ca_path(tls_server), tls_server.url("/"))
     assert (result.returncode, result.stdout) == (0, "secure"), result.stderr
     result = _run("get", tls_server.url("/"))
-    assert result.returncode == 60 and "--cacert" in result.stderr or "verify=" in result.stderr
+    assert result.returncode == 60, result.stderr
+    assert "--cacert FILE" in result.stderr and "-k/--insecure" in result.stderr
+    assert "verify=" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     result = _run("get", "-k", tls_server.url("/"))
     assert (result.returncode, result.stdout) == (0, "secure"), result.stderr
@@ -768,3 +770,71 @@ def test_timeout_bounds_each_read(server: MockServer) -> None:
     server.enqueue(MockResponse(200, body=b"late", head_delay=2))
     result = _run("get", "--timeout", "0.3", server.url("/slow"))
     assert result.returncode == 28 and "ReadTimeout" in result.stderr, result.stderr
+
+
+# -- a forgiving command line (issue 21) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("get", "--jsn", "{}", "http://127.0.0.1:9/"), "unknown option: --jsn (did you mean --json?)"),
+        (("get", "--jsn={}", "http://127.0.0.1:9/"), "unknown option: --jsn (did you mean --json?)"),
+        (("load", "--conections", "3"), "unknown option: --conections (did you mean --connections?)"),
+        (("get", "--zzzzzz", "http://127.0.0.1:9/"), "unknown option: --zzzzzz\n"),
+    ],
+)
+def test_an_unknown_option_is_named_alone_with_suggestions(args: tuple[str, ...], says: str) -> None:
+    result = _run(*args)
+    assert result.returncode == 2, result.stderr
+    assert says in result.stderr and "Traceback" not in result.stderr
+    assert "127.0.0.1:9" not in result.stderr and "unrecognized arguments" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("get", "--includ", "http://127.0.0.1:9/"), "unknown option: --includ (did you mean --include?)"),
+        (("load", "--connection", "3"), "unknown option: --connection (did you mean --connections?)"),
+    ],
+)
+def test_no_silent_prefix_matching(args: tuple[str, ...], says: str) -> None:
+    result = _run(*args)
+    assert result.returncode == 2 and says in result.stderr, result.stderr
+
+
+def test_write_out_warns_once_about_each_unknown_variable(server: MockServer) -> None:
+    server.enqueue(MockResponse(body=b"x"))
+    result = _run("get", "-s", "-S", "-w", "%{nope} %{http_code} %{nope} %{a\x1bb}\\n", server.url("/"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "x%{nope} 200 %{nope} %{a\x1bb}\n"
+    assert result.stderr.splitlines() == [
+        "fastnet: unknown --write-out variable: 'nope'",
+        "fastnet: unknown --write-out variable: 'a\\x1bb'",
+    ]
+    assert _run("get", "-s", "-w", "%{nope}", server.url("/")).stderr == ""  # -s: no warnings
+
+
+def test_user_without_password_and_without_a_terminal_is_a_usage_error(server: MockServer) -> None:
+    result = _run("get", "-u", "bob", server.url("/"), stdin="")
+    assert result.returncode == 2, result.stderr
+    assert "-u bob: no password given and stdin is not a terminal" in result.stderr
+    assert "-u 'bob:PASSWORD'" in result.stderr and "Traceback" not in result.stderr
+    assert server.request_count == 0  # nothing was sent
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "certificate verify failed: unable to get local issuer certificate",
+        "certificate verify failed (CAs from SSL_CERT_FILE=/x.pem)",
+    ],
+)
+def test_a_certificate_error_names_the_command_line_options(message: str) -> None:
+    from fastnet.cli.get import _one_line
+
+    error = fastnet.TlsVerificationError(message)
+    assert "verify=" in str(error)  # the Python API's words stay
+    line = _one_line(error)
+    assert "verify=" not in line and "--cacert FILE" in line, line
+    assert line.startswith(f"TlsVerificationError: {message}")

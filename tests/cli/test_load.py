@@ -56,7 +56,7 @@ def _load(*argv: str) -> int:
         (["-k", "--cacert", "ca.pem"], "contradict"),
         (["--engine", "rust"], "invalid choice"),
         (["--urls", "/nonexistent/urls.txt"], "--urls"),
-        (["--bogus"], "unrecognized arguments"),
+        (["--bogus"], "unknown option: --bogus"),
     ],
 )
 def test_load_cli_rejects_bad_options_with_usage_errors(
@@ -293,3 +293,23 @@ def test_load_cli_html_report_renders_in_a_headless_browser(server: MockServer, 
     empty = _screenshot(blank, tmp_path / "blank.png")
     assert _png_size(shot) == (900, 1500)
     assert len(shot) > 30_000 and len(shot) > 4 * len(empty)
+
+
+def test_every_install_advice_names_the_distribution_and_the_checkout() -> None:
+    import re
+    from pathlib import Path
+
+    from fastnet.load._hist import MissingDependency, require
+
+    with pytest.raises(MissingDependency) as caught:
+        require("fastnet_no_such_module", "no-such-package")
+    assert "pip install 'fastnet-http[load]' (from a checkout: pip install -e '.[load]'" in str(caught.value)
+    package = Path(__file__).resolve().parents[2] / "fastnet"
+    advice = 0
+    for path in package.rglob("*.py"):
+        text = " ".join(path.read_text(encoding="utf-8").split())
+        assert "pip install fastnet-http[" not in text, path  # unquoted: a shell expands the brackets
+        for extra in re.findall(r"pip install '?fastnet-http\[(\w+)\]", text):
+            advice += 1
+            assert f"pip install -e '.[{extra}]'" in text, (path, extra)
+    assert advice >= 6

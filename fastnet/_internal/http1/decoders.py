@@ -1,5 +1,6 @@
 """Content decoders for transparent decompression: gzip, deflate, and br and zstd when their packages are
-installed (``pip install 'fastnet-http[compression]'``: ``brotli`` and ``zstandard``).
+installed (``pip install 'fastnet-http[compression]'``; from a checkout: ``pip install -e '.[compression]'``):
+``brotli`` and ``zstandard``.
 
 Each decoder has the surface of a ``zlib.decompressobj`` that the exchange drives: ``decompress(data,
 max_length)`` returns at most about ``max_length`` decoded bytes, ``unconsumed_tail`` is non-empty while
