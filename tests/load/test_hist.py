@@ -84,7 +84,11 @@ def test_hist_histograms_one_per_quantity() -> None:
 def test_hist_require_names_the_package_to_install() -> None:
     assert require("json", "json").dumps([]) == "[]"
     with pytest.raises(
-        MissingDependency, match=r"pip install 'fastnet-http\[load\]' \(or pip install nopkg\)"
+        MissingDependency,
+        match=(
+            r"pip install 'fastnet-http\[load\]' "
+            r"\(from a checkout: pip install -e '\.\[load\]'; or pip install nopkg\)"
+        ),
     ):
         require("no_such_module_here", "nopkg")
     assert issubclass(MissingDependency, ImportError)
